@@ -1,0 +1,32 @@
+# Two commands on a fresh machine: `make demo` (the main job) and `make test` (the tests).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PLUGINS := $(wildcard plugins/*/pyproject.toml)
+EXAMPLES := $(wildcard examples/*/pyproject.toml)
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench venv clean docs-table
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): $(PY) pyproject.toml $(PLUGINS) $(EXAMPLES)
+	$(PY) -m pip install --quiet -e ".[test,bench,ort]" $(foreach p,$(PLUGINS) $(EXAMPLES),-e $(dir $(p)))
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m onemodel.demo
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+bench: $(STAMP)
+	$(PY) -m pytest benchmarks --benchmark-only -p no:randomly
+	$(PY) -m onemodel.tools.write_benchmarks
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,19 @@
+"""OneModel for Python: eager code traced into a static graph with symbolic axes, run in fast
+sessions on pluggable backends, saved in the OneModel format and exchanged through ONNX."""
+from __future__ import annotations
+
+import sys as _sys
+
+from . import registry
+from .core import DType, GradMode, Tensor, manual_seed, tensor
+from .core.ops_namespace import ops
+from .errors import (FormatError, GraphError, OneModelError, OpError, PluginError, SessionError,
+                     TraceException)
+
+__version__ = "0.1.0"
+
+_sys.modules[__name__ + ".ops"] = ops
+
+__all__ = ["DType", "GradMode", "Tensor", "tensor", "manual_seed", "ops", "registry",
+           "OneModelError", "OpError", "PluginError", "TraceException", "SessionError",
+           "GraphError", "FormatError", "__version__"]

@@ -1,0 +1,241 @@
+"""Applying an op record: bind the call, then run it eagerly (with autograd) or hand it to the
+tracer. This is the only path from user code to a kernel, so every op behaves the same way."""
+from __future__ import annotations
+
+import difflib
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ..errors import OneModelError, OpError
+from ..registry.records import REQUIRED, OpDef, Param, VjpContext
+from . import tracing_hooks
+from .autograd import GradNode
+from .dtype import DType, DTypeError
+from .grad_mode import GradMode
+from .symint import SymInt
+from .types import TensorType
+
+
+def _input_name(raw: str) -> str:
+    return raw.rstrip("?*")
+
+
+def _check_param(op: OpDef, pname: str, p: Param, value: Any) -> Any:
+    where = f"ops.{op.name}: parameter {pname!r}"
+    if value is None:
+        if p.optional or p.default is None:
+            return None
+        raise OpError(f"{where} may not be None")
+    kind = p.kind
+    if kind in ("int", "size"):
+        if isinstance(value, SymInt):
+            return value
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+            raise OpError(f"{where} must be an int, got {value!r}")
+        return int(value)
+    if kind == "axis":
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+            raise OpError(f"{where} must be an int axis, got {value!r}")
+        return int(value)
+    if kind == "float":
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise OpError(f"{where} must be a number, got {value!r}")
+        return float(value)
+    if kind == "bool":
+        if not isinstance(value, (bool, np.bool_)):
+            raise OpError(f"{where} must be True or False, got {value!r}")
+        return bool(value)
+    if kind == "str":
+        if not isinstance(value, str):
+            raise OpError(f"{where} must be a string, got {value!r}")
+        if p.choices is not None and value not in p.choices:
+            raise OpError(f"{where} must be one of {', '.join(map(repr, p.choices))}, got {value!r}")
+        return value
+    if kind == "dtype":
+        try:
+            return DType.parse(value)
+        except DTypeError as exc:
+            raise OpError(f"{where}: {exc}") from None
+    if kind in ("shape", "axes", "ints"):
+        if isinstance(value, (SymInt, numbers.Integral)) and not isinstance(value, bool):
+            return (value,) if kind == "shape" else (value if isinstance(value, SymInt) else int(value))
+        if isinstance(value, (tuple, list)):
+            out = []
+            for v in value:
+                if isinstance(v, SymInt):
+                    out.append(v)
+                elif isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)):
+                    out.append(int(v))
+                else:
+                    raise OpError(f"{where} must hold ints, got {v!r} in {value!r}")
+            return tuple(out)
+        raise OpError(f"{where} must be an int or a tuple of ints, got {value!r}")
+    if kind == "scalar":
+        if isinstance(value, SymInt):
+            return value
+        if not isinstance(value, (numbers.Number, np.generic)):
+            raise OpError(f"{where} must be a number, got {value!r}")
+        return value.item() if isinstance(value, np.generic) else value
+    return value
+
+
+def bind(op: OpDef, args: tuple, kwargs: dict) -> tuple[list, dict]:
+    """Split a call into tensor inputs and validated params, with errors naming the argument."""
+    from .tensor import Tensor
+
+    names = [_input_name(i) for i in op.inputs]
+    pnames = list(op.params)
+    if op.variadic:
+        if not args and names[0] in kwargs:
+            args = (kwargs.pop(names[0]),) + tuple(args)
+        if not args:
+            raise OpError(f"ops.{op.name}() missing its input {names[0]!r} (a sequence of tensors)")
+        seq = args[0]
+        if isinstance(seq, Tensor) or not isinstance(seq, (list, tuple)):
+            raise OpError(f"ops.{op.name}: {names[0]!r} must be a list or tuple of tensors")
+        if not seq:
+            raise OpError(f"ops.{op.name}: {names[0]!r} is empty")
+        raw_inputs = list(seq)
+        rest = args[1:]
+        n_in = 1
+    else:
+        n_in = len(names)
+        if len(args) > n_in + len(pnames):
+            raise OpError(f"ops.{op.name}() takes {n_in + len(pnames)} arguments "
+                          f"({', '.join(names + pnames)}), got {len(args)}")
+        raw_inputs = list(args[:n_in]) + [REQUIRED] * max(0, n_in - len(args))
+        rest = args[n_in:]
+        for i, name in enumerate(names):
+            if name in kwargs:
+                if raw_inputs[i] is not REQUIRED:
+                    raise OpError(f"ops.{op.name}() got input {name!r} twice")
+                raw_inputs[i] = kwargs.pop(name)
+        for i, raw in enumerate(op.inputs):
+            if raw_inputs[i] is REQUIRED:
+                if raw.endswith("?"):
+                    raw_inputs[i] = None
+                else:
+                    raise OpError(f"ops.{op.name}() missing input {names[i]!r}")
+    params = dict(zip(pnames, rest))
+    for k, v in kwargs.items():
+        if k not in op.params:
+            close = difflib.get_close_matches(k, pnames + names, n=2)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise OpError(f"ops.{op.name}() got an unknown argument {k!r}{hint}")
+        if k in params:
+            raise OpError(f"ops.{op.name}() got parameter {k!r} twice")
+        params[k] = v
+    for pname, p in op.params.items():
+        if pname not in params:
+            if p.required:
+                raise OpError(f"ops.{op.name}() missing parameter {pname!r}")
+            params[pname] = p.default
+        params[pname] = _check_param(op, pname, p, params[pname])
+    inputs = _to_tensors(op, raw_inputs, names if not op.variadic else [names[0]] * len(raw_inputs))
+    return inputs, params
+
+
+def _to_tensors(op: OpDef, raw: list, names: list[str]) -> list:
+    from .tensor import Tensor
+
+    tensors = [r for r in raw if isinstance(r, Tensor)]
+    like = None
+    if tensors:
+        from .dtype import promote_types
+
+        like = promote_types(*(t.dtype for t in tensors))
+    out = []
+    for r, name in zip(raw, names):
+        if r is None or isinstance(r, Tensor):
+            out.append(r)
+        elif isinstance(r, np.ndarray):
+            out.append(Tensor.from_numpy(r))
+        elif isinstance(r, SymInt):
+            r._refuse(f"ops.{op.name}: using a size as the tensor value {name!r}")
+        elif isinstance(r, (bool, np.bool_)):
+            dt = like if like is not None else DType.BOOL
+            out.append(Tensor._wrap(np.asarray(r, dtype=dt.numpy)))
+        elif isinstance(r, numbers.Integral):
+            dt = like if like is not None and like != DType.BOOL else DType.I64
+            out.append(Tensor._wrap(np.asarray(r, dtype=dt.numpy)))
+        elif isinstance(r, numbers.Real):
+            dt = like if like is not None and like.is_float else DType.F32
+            out.append(Tensor._wrap(np.asarray(r, dtype=dt.numpy)))
+        elif isinstance(r, (list, tuple)):
+            out.append(Tensor._from_data(r))
+        else:
+            raise OpError(f"ops.{op.name}: input {name!r} must be a Tensor, an array or a number, "
+                          f"got {type(r).__name__}")
+    return out
+
+
+def infer(op: OpDef, types: list, params: dict):
+    """Run the op's inference, turning a plugin's plain exceptions into an OpError naming it."""
+    try:
+        out = op.infer(*types, **params)
+    except OneModelError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - report any plugin failure with the op's name
+        shapes = ", ".join(str(t) for t in types if t is not None)
+        raise OpError(f"ops.{op.name}({shapes}): {exc}") from exc
+    return out
+
+
+def run_kernel(op: OpDef, arrays: list, params: dict, want_saved: bool):
+    try:
+        if want_saved and op.forward is not None:
+            out, saved = op.forward(*arrays, **params)
+        else:
+            out, saved = op.kernel(*arrays, **params), None
+    except OneModelError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in arrays if a is not None)
+        raise OpError(f"ops.{op.name}({shapes}) failed in the kernel from {op.provider}: "
+                      f"{type(exc).__name__}: {exc}") from exc
+    return out, saved
+
+
+def eager(op: OpDef, inputs: list, params: dict):
+    """Run one op on concrete tensors, recording a GradNode when a gradient is needed."""
+    from .tensor import Tensor
+
+    types = [TensorType(t.dtype, t._data.shape) if t is not None else None for t in inputs]
+    out_types = infer(op, types, params)
+    multi = isinstance(out_types, (tuple, list))
+    if not multi:
+        out_types = (out_types,)
+    record = (op.vjp is not None and GradMode.is_enabled()
+              and any(t is not None and t.requires_grad for t in inputs))
+    arrays = [t._data if t is not None else None for t in inputs]
+    out, saved = run_kernel(op, arrays, params, record)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    if len(outs) != len(out_types):
+        raise OpError(f"ops.{op.name}: the kernel returned {len(outs)} outputs, inference "
+                      f"{len(out_types)} (plugin {op.provider})")
+    arrays_out = []
+    for a, t in zip(outs, out_types):
+        a = np.asarray(a)
+        if a.dtype != t.dtype.numpy:
+            a = a.astype(t.dtype.numpy)
+        arrays_out.append(a)
+    results = [Tensor._wrap(a) for a in arrays_out]
+    if record:
+        ctx = VjpContext(inputs=tuple(arrays), outputs=tuple(arrays_out), params=params,
+                         saved=saved, needs_grad=tuple(t is not None and t.requires_grad
+                                                       for t in inputs))
+        node = GradNode(op, tuple(inputs), ctx, len(results))
+        for i, r in enumerate(results):
+            if r.dtype.is_float:
+                r._node, r._out_index, r.requires_grad = node, i, True
+    return tuple(results) if multi else results[0]
+
+
+def apply(op: OpDef, args: tuple, kwargs: dict):
+    inputs, params = bind(op, args, kwargs)
+    tracer = tracing_hooks.current()
+    if tracer is not None:
+        return tracer.apply(op, inputs, params)
+    return eager(op, inputs, params)

@@ -1,0 +1,67 @@
+"""The reference interpreter: runs a graph node by node through the ops' eager kernels.
+
+Slow but obviously right; backends and passes are checked against it.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import OneModelError, SessionError
+from ..registry import REGISTRY
+from .graph import Graph, Node
+from .symbolic import Dim, evaluate_nested
+
+
+class NodeExecutionError(OneModelError, RuntimeError):
+    """A kernel raised while a graph ran; the message names the node and its source line."""
+
+
+def bind_symbols(graph: Graph, arrays: Mapping[str, np.ndarray]) -> dict[str, int]:
+    """Sizes of the symbolic axes, read from the feeds (checked for consistency)."""
+    env: dict[str, int] = {}
+    for v in graph.inputs:
+        arr = arrays[v.name]
+        if arr.ndim != len(v.shape):
+            raise SessionError(f"input {v.name!r}: expected rank {len(v.shape)} "
+                               f"{list(map(str, v.shape))}, got shape {arr.shape}")
+        for axis, (d, n) in enumerate(zip(v.shape, arr.shape)):
+            if isinstance(d, Dim):
+                syms = d.symbols()
+                if len(syms) == 1 and d == Dim.symbol(next(iter(syms))):
+                    name = next(iter(syms))
+                    if env.setdefault(name, n) != n:
+                        raise SessionError(f"input {v.name!r} axis {axis}: symbolic size {name!r} "
+                                           f"is {n} here but {env[name]} in another input")
+            elif d != n:
+                raise SessionError(f"input {v.name!r} axis {axis}: expected size {d}, got {n}")
+    return env
+
+
+def node_error(node: Node, exc: BaseException) -> NodeExecutionError:
+    where = f", recorded at {node.source}" if node.source else ""
+    return NodeExecutionError(f"while executing node {node.op} -> %{', %'.join(node.outputs)}"
+                              f"{where}: {type(exc).__name__}: {exc}")
+
+
+def run_graph(graph: Graph, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    ops = REGISTRY.tables().ops
+    env = bind_symbols(graph, feeds)
+    values: dict[str, np.ndarray] = dict(graph.initializers)
+    for v in graph.inputs:
+        values[v.name] = feeds[v.name]
+    for node in graph.nodes:
+        op = ops[node.op]
+        args = [values[i] if i is not None else None for i in node.inputs]
+        params = evaluate_nested(dict(node.params), env)
+        try:
+            out = op.kernel(*args, **params)
+        except Exception as exc:  # noqa: BLE001
+            raise node_error(node, exc) from exc
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        for name, a in zip(node.outputs, outs):
+            a = np.asarray(a)
+            want = graph.values[name].dtype.numpy
+            values[name] = a if a.dtype == want else a.astype(want)
+    return {o: values[v] for o, v in graph.outputs}

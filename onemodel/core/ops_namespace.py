@@ -1,0 +1,51 @@
+"""``om.ops``: every op of every installed plugin, resolved by name from the registry."""
+from __future__ import annotations
+
+import types
+
+from ..registry import REGISTRY, get_op
+from .dispatch import apply
+
+
+class OpFunction:
+    """The callable behind ``om.ops.<name>``; re-resolves if plugins change."""
+
+    __slots__ = ("name", "op", "__dict__")
+
+    def __init__(self, op):
+        self.name = op.name
+        self.op = op
+        self.__doc__ = op.doc
+
+    def __call__(self, *args, **kwargs):
+        return apply(self.op, args, kwargs)
+
+    def __repr__(self) -> str:
+        ins = ", ".join(self.op.inputs)
+        ps = ", ".join(self.op.params)
+        return f"<op {self.name}({ins}{', ' if ps else ''}{ps}) from {self.op.provider}>"
+
+
+class OpsNamespace(types.ModuleType):
+    def __init__(self):
+        super().__init__("onemodel.ops", "Every op contributed by an installed plugin.")
+        self._cache: dict[str, OpFunction] = {}
+        self._tables = None
+
+    def __getattr__(self, name: str) -> OpFunction:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        tables = REGISTRY.tables()
+        if tables is not self._tables:
+            self._cache.clear()
+            self._tables = tables
+        fn = self._cache.get(name)
+        if fn is None:
+            fn = self._cache[name] = OpFunction(get_op(name))
+        return fn
+
+    def __dir__(self):
+        return sorted(REGISTRY.tables().ops)
+
+
+ops = OpsNamespace()

@@ -1,0 +1,281 @@
+"""Symbolic sizes: integer polynomials over named axes, closed under ``+ - * // %``.
+
+A `Dim` is kept in a canonical form (a sum of monomials with integer coefficients), so equal
+expressions compare equal and ``(batch*6)//batch`` simplifies to ``6``. Floor division and modulo
+that do not divide exactly become opaque atoms such as ``(seq//2)``. Constant expressions collapse
+to plain ints, so shapes hold ints wherever a size is fixed.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Mapping, Union
+
+from ..errors import OneModelError
+
+DimLike = Union[int, "Dim"]
+
+
+class SymbolicError(OneModelError, ValueError):
+    """A symbolic size expression is malformed or cannot be evaluated."""
+
+
+class _Atom:
+    """A leaf of a monomial: a symbol name, or an opaque ``a//b`` / ``a%b``."""
+
+    __slots__ = ("key", "op", "a", "b")
+
+    def __init__(self, key: str, op: str | None = None, a: "Dim | None" = None, b: DimLike = 0):
+        self.key, self.op, self.a, self.b = key, op, a, b
+
+    def evaluate(self, env: Mapping[str, int]) -> int:
+        if self.op is None:
+            try:
+                return int(env[self.key])
+            except KeyError:
+                raise SymbolicError(f"symbolic size {self.key!r} is not bound") from None
+        a = self.a.evaluate(env)
+        b = evaluate(self.b, env)
+        if b == 0:
+            raise SymbolicError(f"division by zero evaluating {self.key}")
+        return a // b if self.op == "//" else a % b
+
+
+_ATOMS: dict[str, _Atom] = {}
+
+
+def _atom(key: str, op: str | None = None, a=None, b=0) -> _Atom:
+    atom = _ATOMS.get(key)
+    if atom is None:
+        atom = _ATOMS[key] = _Atom(key, op, a, b)
+    return atom
+
+
+class Dim:
+    """A symbolic size. Build with ``Dim.symbol("batch")`` and arithmetic; never bool-able."""
+
+    __slots__ = ("terms", "_hash")
+
+    def __init__(self, terms: dict[tuple[str, ...], int]):
+        self.terms = tuple(sorted((m, c) for m, c in terms.items() if c != 0))
+        self._hash = hash(self.terms)
+
+    # -- construction ----------------------------------------------------------------------
+    @staticmethod
+    def symbol(name: str) -> "Dim":
+        if not isinstance(name, str) or not name.isidentifier():
+            raise SymbolicError(f"a symbolic axis name must be an identifier, got {name!r}")
+        _atom(name)
+        return Dim({(name,): 1})
+
+    @staticmethod
+    def parse(text: str) -> DimLike:
+        """Parse the printed form back (used by loaders). Only integer arithmetic on names."""
+        try:
+            tree = ast.parse(text.strip(), mode="eval").body
+        except SyntaxError:
+            raise SymbolicError(f"malformed symbolic size {text!r}") from None
+        return _from_ast(tree, text)
+
+    @staticmethod
+    def _of(value: DimLike) -> "Dim":
+        if isinstance(value, Dim):
+            return value
+        return Dim({(): int(value)})
+
+    def _norm(self) -> DimLike:
+        if not self.terms:
+            return 0
+        if len(self.terms) == 1 and self.terms[0][0] == ():
+            return self.terms[0][1]
+        return self
+
+    # -- arithmetic ------------------------------------------------------------------------
+    def __add__(self, other: DimLike) -> DimLike:
+        if not isinstance(other, (int, Dim)):
+            return NotImplemented
+        out = dict(self.terms)
+        for m, c in Dim._of(other).terms:
+            out[m] = out.get(m, 0) + c
+        return Dim(out)._norm()
+
+    __radd__ = __add__
+
+    def __neg__(self) -> DimLike:
+        return Dim({m: -c for m, c in self.terms})._norm()
+
+    def __sub__(self, other: DimLike) -> DimLike:
+        if not isinstance(other, (int, Dim)):
+            return NotImplemented
+        return self + (-Dim._of(other))
+
+    def __rsub__(self, other: DimLike) -> DimLike:
+        return Dim._of(other) - self
+
+    def __mul__(self, other: DimLike) -> DimLike:
+        if not isinstance(other, (int, Dim)):
+            return NotImplemented
+        out: dict[tuple[str, ...], int] = {}
+        for m1, c1 in self.terms:
+            for m2, c2 in Dim._of(other).terms:
+                m = tuple(sorted(m1 + m2))
+                out[m] = out.get(m, 0) + c1 * c2
+        return Dim(out)._norm()
+
+    __rmul__ = __mul__
+
+    def _exact_div(self, other: "Dim") -> "Dim | None":
+        if len(other.terms) != 1:
+            return Dim({(): 1}) if other.terms == self.terms else None
+        (dm, dc), = other.terms
+        out = {}
+        for m, c in self.terms:
+            rest = list(m)
+            for a in dm:
+                if a not in rest:
+                    return None
+                rest.remove(a)
+            if c % dc:
+                return None
+            out[tuple(rest)] = c // dc
+        return Dim(out)
+
+    def __floordiv__(self, other: DimLike) -> DimLike:
+        if not isinstance(other, (int, Dim)):
+            return NotImplemented
+        o = Dim._of(other)
+        if o._norm() == 0:
+            raise SymbolicError(f"division of {self} by zero")
+        q = self._exact_div(o)
+        if q is not None:
+            return q._norm()
+        key = f"({_wrap(self)}//{_wrap(o._norm())})"
+        return Dim({(_atom(key, "//", self, o._norm()).key,): 1})
+
+    def __rfloordiv__(self, other: DimLike) -> DimLike:
+        return Dim._of(other) // self
+
+    def __mod__(self, other: DimLike) -> DimLike:
+        if not isinstance(other, (int, Dim)):
+            return NotImplemented
+        o = Dim._of(other)
+        if self._exact_div(o) is not None:
+            return 0
+        key = f"({_wrap(self)}%{_wrap(o._norm())})"
+        return Dim({(_atom(key, "%", self, o._norm()).key,): 1})
+
+    def __rmod__(self, other: DimLike) -> DimLike:
+        return Dim._of(other) % self
+
+    # -- inspection ------------------------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Dim):
+            return self.terms == other.terms
+        return False  # a Dim is never a constant (constants collapse to int)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __bool__(self) -> bool:
+        raise SymbolicError(f"the truth value of symbolic size {self} is unknown")
+
+    def symbols(self) -> set[str]:
+        out: set[str] = set()
+        for m, _ in self.terms:
+            for key in m:
+                atom = _ATOMS[key]
+                if atom.op is None:
+                    out.add(key)
+                else:
+                    out |= symbols(atom.a) | symbols(atom.b)
+        return out
+
+    def evaluate(self, env: Mapping[str, int]) -> int:
+        total = 0
+        for m, c in self.terms:
+            v = c
+            for key in m:
+                v *= _ATOMS[key].evaluate(env)
+            total += v
+        return total
+
+    def __str__(self) -> str:
+        parts = []
+        for m, c in sorted(self.terms, key=lambda t: (t[0] == (), t[0])):
+            if m == ():
+                parts.append(("-" if c < 0 else "+", str(abs(c))))
+                continue
+            body = "*".join(m)
+            if abs(c) != 1:
+                body = f"{body}*{abs(c)}"
+            parts.append(("-" if c < 0 else "+", body))
+        text = ("-" if parts[0][0] == "-" else "") + parts[0][1]
+        for sign, body in parts[1:]:
+            text += f" {sign} {body}"
+        return text
+
+    def __repr__(self) -> str:
+        return f"Dim({str(self)!r})"
+
+
+def _wrap(v: DimLike) -> str:
+    s = str(v)
+    return s if s.replace("_", "a").isalnum() or s.startswith("(") else f"({s})"
+
+
+def _from_ast(node, text: str) -> DimLike:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.Name):
+        return Dim.symbol(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_from_ast(node.operand, text)
+    if isinstance(node, ast.BinOp):
+        a, b = _from_ast(node.left, text), _from_ast(node.right, text)
+        ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+               ast.FloorDiv: lambda: a // b if isinstance(a, Dim) or isinstance(b, Dim) else a // b,
+               ast.Mod: lambda: a % b}
+        fn = ops.get(type(node.op))
+        if fn is not None:
+            return fn()
+    raise SymbolicError(f"malformed symbolic size {text!r}: only integers, names and + - * // % "
+                        f"are allowed")
+
+
+def is_symbolic(value: object) -> bool:
+    return isinstance(value, Dim)
+
+
+def symbols(value: object) -> set[str]:
+    return value.symbols() if isinstance(value, Dim) else set()
+
+
+def evaluate(value: DimLike, env: Mapping[str, int]) -> int:
+    """An int from an int or a Dim, with symbols bound in ``env``."""
+    return value.evaluate(env) if isinstance(value, Dim) else int(value)
+
+
+def evaluate_nested(value, env: Mapping[str, int]):
+    """Evaluate every Dim inside nested tuples/lists/dicts (op params)."""
+    if isinstance(value, Dim):
+        return value.evaluate(env)
+    if isinstance(value, tuple):
+        return tuple(evaluate_nested(v, env) for v in value)
+    if isinstance(value, list):
+        return [evaluate_nested(v, env) for v in value]
+    if isinstance(value, dict):
+        return {k: evaluate_nested(v, env) for k, v in value.items()}
+    return value
+
+
+def contains_symbolic(value) -> bool:
+    if isinstance(value, Dim):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(contains_symbolic(v) for v in value)
+    if isinstance(value, dict):
+        return any(contains_symbolic(v) for v in value.values())
+    return False
+
+
+def format_shape(shape) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"

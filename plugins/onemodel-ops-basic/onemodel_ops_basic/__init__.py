@@ -1,0 +1,1 @@
+"""OneModel's basic ops: elementwise math, matmul, shape ops, reductions and indexing."""

@@ -1,0 +1,27 @@
+"""Entry point of onemodel-ops-basic: the hook returning every basic op record.
+
+Each op's ONNX mapping lives in ``onnx_mapping.py`` (keyed by op name) and is attached here, so
+the record handed to the registry carries every capability.
+"""
+from __future__ import annotations
+
+import attrs
+
+from onemodel.registry import hookimpl
+
+from . import elementwise
+
+try:
+    from .onnx_mapping import ONNX
+except ImportError:  # the ONNX mappings arrive with the formats work
+    ONNX = {}
+
+
+def all_ops():
+    ops = (*elementwise.OPS,)
+    return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
+
+
+@hookimpl
+def onemodel_ops():
+    return all_ops()

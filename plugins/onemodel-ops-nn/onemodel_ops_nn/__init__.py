@@ -1,0 +1,1 @@
+"""Entry point (fills in with its issue)."""
