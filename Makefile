@@ -6,7 +6,7 @@ PLUGINS := $(wildcard plugins/*/pyproject.toml)
 EXAMPLES := $(wildcard examples/*/pyproject.toml)
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench venv clean docs-table
+.PHONY: demo test bench venv clean docs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,9 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pytest benchmarks --benchmark-only -p no:randomly
 	$(PY) -m onemodel.tools.write_benchmarks
+
+docs: $(STAMP)
+	$(PY) tools/update_ops_table.py
 
 clean:
 	rm -rf $(VENV)

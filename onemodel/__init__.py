@@ -7,13 +7,15 @@ import sys as _sys
 from . import registry
 from .core import DType, GradMode, Tensor, manual_seed, tensor
 from .core.ops_namespace import ops
+from .trace import TracedModel, Tracer, trace
 from .errors import (FormatError, GraphError, OneModelError, OpError, PluginError, SessionError,
                      TraceException)
+from . import nn, optim  # noqa: E402  (after the core: nn and optim build on Tensor)
 
 __version__ = "0.1.0"
 
 _sys.modules[__name__ + ".ops"] = ops
 
-__all__ = ["DType", "GradMode", "Tensor", "tensor", "manual_seed", "ops", "registry",
+__all__ = ["DType", "GradMode", "Tensor", "tensor", "manual_seed", "ops", "registry", "nn", "optim",
            "OneModelError", "OpError", "PluginError", "TraceException", "SessionError",
-           "GraphError", "FormatError", "__version__"]
+           "GraphError", "FormatError", "Tracer", "TracedModel", "trace", "__version__"]

@@ -223,14 +223,15 @@ class GraphBuilder:
         self.nodes: list[Node] = []
         self.values: dict[str, Value] = {}
         self.initializers: dict[str, np.ndarray] = {}
-        self._counter = 0
+        self._counters: dict[str, int] = {}
 
     def fresh(self, prefix: str = "") -> str:
-        while True:
-            name = f"{prefix}{self._counter}"
-            self._counter += 1
-            if name not in self.values:
-                return name
+        """An unused value name: ``0, 1, ...`` or ``c0, c1, ...`` for a prefix."""
+        n = self._counters.get(prefix, 0)
+        while f"{prefix}{n}" in self.values:
+            n += 1
+        self._counters[prefix] = n + 1
+        return f"{prefix}{n}"
 
     def add_input(self, name: str, type: TensorType) -> Value:
         v = Value(name, type)

@@ -1,0 +1,127 @@
+"""The trace check: re-run the function eagerly at other sizes of each symbolic axis and compare
+with the graph, node by node, so a size frozen into the graph is reported where it happened."""
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import numpy as np
+
+from ..core import tracing_hooks
+from ..core.dispatch import eager
+from ..core.grad_mode import _internal_no_grad
+from ..core.graph import Graph
+from ..core.interpreter import bind_symbols
+from ..core.symbolic import evaluate_nested
+from ..core.tensor import Tensor
+from ..errors import OneModelError, TraceException
+from ..registry import REGISTRY
+
+
+class _Recorder:
+    """An observer that runs everything eagerly and keeps each op's outputs, in call order."""
+
+    def __init__(self) -> None:
+        self.results: list[tuple[str, tuple[np.ndarray, ...]]] = []
+
+    def refuse(self, what: str, reason: str) -> None:  # the trace already enforced the rules
+        return None
+
+    def shape_of(self, tensor):
+        return tensor._data.shape
+
+    def apply(self, op, inputs, params):
+        out = eager(op, inputs, params)
+        outs = out if isinstance(out, tuple) else (out,)
+        self.results.append((op.name, tuple(t._data for t in outs)))
+        return out
+
+
+def grown_inputs(examples: Mapping[str, tuple[np.ndarray, tuple]], axis: str, size: int):
+    """Inputs with ``axis`` grown to ``size`` by repeating the example's slices (so integer
+    inputs such as token ids stay valid)."""
+    out = {}
+    for name, (arr, names) in examples.items():
+        for i, n in enumerate(names):
+            if n == axis:
+                arr = np.take(arr, np.arange(size) % arr.shape[i], axis=i)
+        out[name] = np.ascontiguousarray(arr)
+    return out
+
+
+def _run_graph_all(graph: Graph, feeds):
+    ops = REGISTRY.tables().ops
+    env = bind_symbols(graph, feeds)
+    values = dict(graph.initializers)
+    values.update(feeds)
+    per_node = []
+    for node in graph.nodes:
+        args = [values[i] if i is not None else None for i in node.inputs]
+        out = ops[node.op].kernel(*args, **evaluate_nested(dict(node.params), env))
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        outs = tuple(np.asarray(a) for a in outs)
+        for name, a in zip(node.outputs, outs):
+            values[name] = a
+        per_node.append(outs)
+    return per_node, {o: values[v] for o, v in graph.outputs}
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        scale = max(1.0, float(np.nanmax(np.abs(b64))) if b64.size else 1.0)
+        return bool(np.allclose(a64, b64, rtol=1e-4, atol=1e-5 * scale, equal_nan=True))
+    return bool(np.array_equal(a, b))
+
+
+def check_trace(graph: Graph, run_eager: Callable[[dict], list], examples, env: dict,
+                extra_sizes: int = 2) -> None:
+    """For each symbolic axis, compare eager and graph at ``extra_sizes`` larger sizes."""
+    for axis, size0 in env.items():
+        for k in range(1, extra_sizes + 1):
+            size = size0 * (k + 1) + k  # e.g. 4 -> 9, 14: larger, and unlike the example
+            feeds = grown_inputs(examples, axis, size)
+            recorder = _Recorder()
+            try:
+                with tracing_hooks.activate(recorder), _internal_no_grad():
+                    eager_outputs = run_eager({n: Tensor._wrap(a) for n, a in feeds.items()})
+            except OneModelError as exc:
+                raise TraceException(
+                    f"the trace check re-ran the function with axis {axis!r} = {size} and it "
+                    f"failed: {exc}. Something in it depends on the example's size {size0}.") from exc
+            try:
+                per_node, graph_outputs = _run_graph_all(graph, feeds)
+            except Exception as exc:  # noqa: BLE001
+                raise TraceException(
+                    f"the graph fails to run with axis {axis!r} = {size}: {exc}. A size from the "
+                    f"example ({size0}) was frozen into the graph.") from exc
+            _compare(graph, recorder.results, per_node, graph_outputs, eager_outputs, axis, size,
+                     size0)
+
+
+def _compare(graph, eager_results, per_node, graph_outputs, eager_outputs, axis, size, size0):
+    for i, node in enumerate(graph.nodes):
+        where = f" (recorded at {node.source})" if node.source else ""
+        if i >= len(eager_results) or eager_results[i][0] != node.op:
+            got = eager_results[i][0] if i < len(eager_results) else "nothing"
+            raise TraceException(
+                f"with axis {axis!r} = {size} the function takes another path: node {i} of the "
+                f"graph is {node.op}{where} but the eager run called {got}. Python control flow "
+                f"depends on the example's size {size0}.")
+        for name, g, e in zip(node.outputs, per_node[i], eager_results[i][1]):
+            if not _close(g, e):
+                what = (f"shape {g.shape} instead of {e.shape}" if g.shape != e.shape
+                        else "different values")
+                raise TraceException(
+                    f"the graph differs from eager code when axis {axis!r} = {size} (example: "
+                    f"{size0}): node {node.op} -> %{name}{where} gives {what}. A size decided "
+                    f"from the example was frozen into the graph; pass sizes from x.shape to "
+                    f"ops instead of Python ints.")
+    for (oname, _v), e in zip(graph.outputs, eager_outputs):
+        g = graph_outputs[oname]
+        e = e._data if isinstance(e, Tensor) else np.asarray(e)
+        if not _close(g, e):
+            raise TraceException(
+                f"output {oname!r} differs from eager code when axis {axis!r} = {size} (example: "
+                f"{size0}); a size from the example was frozen into the graph.")

@@ -1,0 +1,83 @@
+"""`TracedModel`: a recorded graph with ways to run, inspect, save and export it."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..core.graph import Graph
+from ..core.tensor import Tensor
+from ..errors import OneModelError
+
+
+class TracedModel:
+    """What a trace (or a loader) returns: ``graph``, its input and output names, ``__call__``,
+    ``save``, ``save_onnx`` and ``create_session``."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self._session = None
+
+    @property
+    def input_names(self) -> list[str]:
+        return self.graph.input_names
+
+    @property
+    def output_names(self) -> list[str]:
+        return self.graph.output_names
+
+    def __call__(self, *tensors):
+        """Run the graph (on the numpy backend); a Tensor, or a tuple for several outputs."""
+        names = self.input_names
+        if len(tensors) != len(names):
+            raise OneModelError(f"this model takes {len(names)} inputs ({', '.join(names)}), "
+                                f"got {len(tensors)}")
+        feeds = {n: t for n, t in zip(names, tensors)}
+        outputs = self._run(feeds)
+        result = tuple(outputs[n] for n in self.output_names)
+        return result[0] if len(result) == 1 else result
+
+    def _run(self, feeds):
+        try:
+            from ..core.session import Session
+        except ImportError:  # sessions not available: the reference interpreter
+            from ..core.interpreter import run_graph
+
+            arrays = {n: (t._data if isinstance(t, Tensor) else np.asarray(t))
+                      for n, t in feeds.items()}
+            return {k: Tensor._wrap(v) for k, v in run_graph(self.graph, arrays).items()}
+        if self._session is None:
+            self._session = Session(self, backend="numpy", optimization="all")
+        return self._session.run(feeds)
+
+    def create_session(self, backend: str = "numpy", optimization: str = "all", **options):
+        from ..core.session import Session
+
+        return Session(self, backend=backend, optimization=optimization, **options)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Save in the OneModel format (one file; see docs/format.md)."""
+        from ..formats import onemodel_file
+
+        onemodel_file.save_graph(self.graph, path)
+
+    def save_onnx(self, path: str | os.PathLike, opset: int | None = None) -> None:
+        """Export to ONNX; symbolic axes become named dim_params."""
+        from ..formats import onnx_export
+
+        onnx_export.save_onnx(self.graph, path, opset=opset)
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def __enter__(self) -> "TracedModel":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        ins = ", ".join(str(v) for v in self.graph.inputs)
+        return f"<TracedModel ({ins}) -> {', '.join(self.output_names)}: {len(self.graph.nodes)} nodes>"

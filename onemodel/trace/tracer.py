@@ -1,0 +1,294 @@
+"""`Tracer`: runs ops eagerly on example inputs and records each application as a graph node.
+
+The tracer is the observer the core consults (see `onemodel.core.tracing_hooks`): every op call,
+data read, in-place change, factory and `no_grad` inside a trace comes through here, so every
+refusal can name the operation and the user's line.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ..core import tracing_hooks
+from ..core.dispatch import eager, infer
+from ..core.dtype import DType
+from ..core.graph import GraphBuilder
+from ..core.grad_mode import _internal_no_grad
+from ..core.symbolic import Dim, evaluate, format_shape
+from ..core.symint import SymInt, hint_of
+from ..core.tensor import Tensor
+from ..core.types import TensorType
+from ..errors import OneModelError, TraceException
+
+SIZE_KINDS = ("shape", "size")
+
+
+def _where() -> str:
+    frame = tracing_hooks.user_frame()
+    return f"\n  at {frame}" if frame else ""
+
+
+class Tracer:
+    """Records a function into a graph. Use `om.trace` for one input and one output; use a
+    Tracer directly for other names or several inputs and outputs::
+
+        tracer = om.Tracer()
+        tokens = tracer.input("tokens", example_tokens, "batch", "seq")
+        logits = fn(tokens)
+        tracer.output("logits", logits)
+        traced = tracer.finish()
+    """
+
+    def __init__(self) -> None:
+        self.builder = GraphBuilder()
+        self.env: dict[str, int] = {}  # symbolic axis -> example size
+        self.axis_records: list[tuple[str, int, Any, int]] = []  # (input, axis, name|None, size)
+        self.examples: dict[str, tuple[np.ndarray, tuple]] = {}
+        self.outputs: list[tuple[str, str]] = []
+        self._constants: dict[int, tuple[Tensor, str, int]] = {}  # id -> (tensor, value, version)
+        self.constant_names: dict[int, str] = {}  # id(tensor) -> preferred initializer name
+        self._grad_cm = None
+        self._active_cm = None
+        self._finished = False
+
+    # -- activation ------------------------------------------------------------------------------
+    def _activate(self) -> None:
+        if self._active_cm is None:
+            if self._finished:
+                raise TraceException("this Tracer has finished; create a new one")
+            current = tracing_hooks.current()
+            if current is not None and current is not self:
+                raise TraceException("another trace is already recording on this thread; "
+                                     "finish it before starting a new one")
+            self._active_cm = tracing_hooks.activate(self)
+            self._active_cm.__enter__()
+            self._grad_cm = _internal_no_grad()
+            self._grad_cm.__enter__()
+
+    def _deactivate(self) -> None:
+        if self._active_cm is not None:
+            self._grad_cm.__exit__(None, None, None)
+            self._active_cm.__exit__(None, None, None)
+            self._active_cm = self._grad_cm = None
+
+    def __enter__(self) -> "Tracer":
+        self._activate()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._deactivate()
+
+    def abort(self) -> None:
+        """Stop recording without producing a model (used when the traced function raised)."""
+        self._deactivate()
+        self._finished = True
+
+    # -- inputs and outputs ----------------------------------------------------------------------
+    def input(self, name: str, example, *axis_names) -> Tensor:
+        """Declare a graph input; each axis gets a symbolic name or None (fixed)."""
+        if not isinstance(name, str) or not name:
+            raise TraceException(f"an input name must be a non-empty string, got {name!r}")
+        if name in self.builder.values:
+            raise TraceException(f"input name {name!r} is used twice")
+        arr = example._data if isinstance(example, Tensor) else example
+        if not isinstance(arr, np.ndarray):
+            raise TraceException(f"input {name!r}: the example must be a Tensor or a numpy array, "
+                                 f"got {type(example).__name__}")
+        DType.from_numpy(arr.dtype)
+        if len(axis_names) == 1 and isinstance(axis_names[0], (tuple, list)):
+            axis_names = tuple(axis_names[0])
+        if not axis_names and arr.ndim:
+            axis_names = (None,) * arr.ndim
+        if len(axis_names) != arr.ndim:
+            raise TraceException(f"input {name!r} has {arr.ndim} axes (shape {arr.shape}) but "
+                                 f"{len(axis_names)} axis names were given; give one name or None "
+                                 f"per axis")
+        new_records = []
+        for axis, (aname, size) in enumerate(zip(axis_names, arr.shape)):
+            if aname is not None and (not isinstance(aname, str) or not aname.isidentifier()):
+                raise TraceException(f"input {name!r} axis {axis}: an axis name must be an "
+                                     f"identifier or None, got {aname!r}")
+            new_records.append((name, axis, aname, int(size)))
+        self._check_axes(self.axis_records + new_records)
+        self.axis_records += new_records
+        shape = []
+        for _n, _a, aname, size in new_records:
+            if aname is None:
+                shape.append(size)
+            else:
+                self.env[aname] = size
+                shape.append(Dim.symbol(aname))
+        self.builder.add_input(name, TensorType(DType.from_numpy(arr.dtype), tuple(shape)))
+        self.examples[name] = (arr, tuple(axis_names))
+        self._activate()
+        t = Tensor._wrap(arr)
+        t._tv = (self, name)
+        return t
+
+    def _check_axes(self, records) -> None:
+        sizes_in_use = {size for *_x, size in records}
+        for inp, axis, aname, size in records:
+            if aname is None:
+                continue
+            where = f"input {inp!r} axis {axis} (named {aname!r})"
+            suggestion = next(n for n in range(max(sizes_in_use) + 1, 10**9)
+                              if n not in sizes_in_use)
+            if size < 2:
+                raise TraceException(
+                    f"{where} has example size {size}: a symbolic axis needs an example size of at "
+                    f"least 2, since a size-1 axis broadcasts and the graph would specialise on "
+                    f"it. Use an example of size {suggestion} on this axis.")
+            for inp2, axis2, aname2, size2 in records:
+                if (inp2, axis2) == (inp, axis):
+                    continue
+                if aname2 == aname and size2 != size:
+                    raise TraceException(
+                        f"{where} has example size {size} but axis {axis2} of input {inp2!r} has "
+                        f"the same name with size {size2}; one name must have one size")
+                if aname2 != aname and size2 == size:
+                    other = f"named {aname2!r}" if aname2 else "fixed"
+                    raise TraceException(
+                        f"{where} has example size {size}, the same as axis {axis2} of input "
+                        f"{inp2!r} ({other}). Sizes decide which axis a plain int refers to, so "
+                        f"a symbolic axis's example size must differ from every other axis; use "
+                        f"an example of size {suggestion} on this axis.")
+
+    def output(self, name: str, tensor: Tensor) -> None:
+        """Declare a graph output."""
+        if not isinstance(tensor, Tensor):
+            raise TraceException(f"output {name!r} must be a Tensor, got {type(tensor).__name__}")
+        if not isinstance(name, str) or not name:
+            raise TraceException(f"an output name must be a non-empty string, got {name!r}")
+        if any(o == name for o, _ in self.outputs):
+            raise TraceException(f"output name {name!r} is used twice")
+        self.outputs.append((name, self._value_of(tensor)))
+
+    def finish(self):
+        """Stop recording and return the TracedModel."""
+        from .traced_model import TracedModel
+
+        self._deactivate()
+        self._finished = True
+        if not self.outputs:
+            raise TraceException("the trace has no outputs; call tracer.output(name, tensor)")
+        for t, vname, version in self._constants.values():
+            if t._version != version:
+                raise TraceException(f"the constant %{vname} (a parameter or buffer) changed "
+                                     f"during the trace; module state must not change while "
+                                     f"tracing")
+        graph = self._named_graph()
+        return TracedModel(graph)
+
+    def _named_graph(self):
+        """Rename the values that produce outputs after the outputs (``%output``)."""
+        from ..core.graph import Graph, Node, Value
+
+        b = self.builder
+        produced = {o for n in b.nodes for o in n.outputs}
+        taken = set(b.values)
+        rename: dict[str, str] = {}
+        for oname, vname in self.outputs:
+            if vname in produced and vname not in rename and oname not in taken:
+                rename[vname] = oname
+                taken.add(oname)
+        r = lambda v: rename.get(v, v)  # noqa: E731
+        nodes = [Node(n.op, tuple(None if i is None else r(i) for i in n.inputs),
+                      tuple(r(o) for o in n.outputs), n.params, n.source) for n in b.nodes]
+        values = {r(k): Value(r(k), v.type) for k, v in b.values.items()}
+        outputs = tuple((o, r(v)) for o, v in self.outputs)
+        used = {i for n in nodes for i in n.inputs if i is not None} | {v for _, v in outputs}
+        inits = {k: a for k, a in b.initializers.items() if k in used}
+        keep = {v.name for v in b.inputs} | set(inits) | {o for n in nodes for o in n.outputs}
+        return Graph(inputs=tuple(b.inputs), nodes=tuple(nodes), outputs=outputs,
+                     values={k: v for k, v in values.items() if k in keep}, initializers=inits)
+
+    # -- the observer protocol used by the core ------------------------------------------------------
+    def refuse(self, what: str, reason: str) -> None:
+        raise TraceException(f"{what} cannot be traced: {reason}{_where()}")
+
+    def shape_of(self, tensor: Tensor) -> tuple:
+        tracer, vname = tensor._tv
+        if tracer is not self:
+            return tensor._data.shape
+        shape = self.builder.values[vname].type.shape
+        return tuple(SymInt(d, n) if isinstance(d, Dim) else d
+                     for d, n in zip(shape, tensor._data.shape))
+
+    def _value_of(self, t: Tensor) -> str:
+        if t._tv is not None and t._tv[0] is self:
+            return t._tv[1]
+        entry = self._constants.get(id(t))
+        if entry is not None:
+            return entry[1]
+        preferred = self.constant_names.get(id(t))
+        name = preferred if preferred and preferred not in self.builder.values else \
+            self.builder.fresh("c")
+        self.builder.add_initializer(name, t._data)
+        self._constants[id(t)] = (t, name, t._version)
+        return name
+
+    def _symbolize(self, value, kind: str):
+        """Graph form of a param: SymInts become their expressions; a plain int equal to a
+        symbolic axis's example size is taken to be that axis (see the tracing guide)."""
+        if isinstance(value, SymInt):
+            return value.expr
+        if kind in SIZE_KINDS:
+            if isinstance(value, tuple):
+                return tuple(self._symbolize(v, kind) for v in value)
+            if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+                return self._axis_for(int(value))
+            return value
+        if kind == "index" and isinstance(value, tuple):
+            out = []
+            for e in value:
+                if isinstance(e, tuple) and e and e[0] == "slice":
+                    out.append(("slice",) + tuple(
+                        v.expr if isinstance(v, SymInt) else
+                        (self._axis_for(v) if isinstance(v, int) and not isinstance(v, bool)
+                         and i < 2 else v)
+                        for i, v in enumerate(e[1:])))
+                else:
+                    out.append(e.expr if isinstance(e, SymInt) else e)
+            return tuple(out)
+        if isinstance(value, tuple):
+            return tuple(self._symbolize(v, "any") for v in value)
+        return value
+
+    def _axis_for(self, n: int):
+        for name, size in self.env.items():
+            if size == n:
+                return Dim.symbol(name)
+        return n
+
+    def apply(self, op, inputs: list, params: dict):
+        """Run one op eagerly on the example data and record it as a node."""
+        kernel_params = {k: hint_of(v) for k, v in params.items()}
+        reason = op.trace_refusal(kernel_params)
+        if reason:
+            self.refuse(f"ops.{op.name}", reason)
+        graph_params = {k: self._symbolize(v, op.params[k].kind) for k, v in params.items()}
+        in_names = [None if t is None else self._value_of(t) for t in inputs]
+        types = [None if n is None else self.builder.values[n].type for n in in_names]
+        try:
+            out_types = infer(op, types, graph_params)
+        except OneModelError as exc:
+            raise TraceException(f"ops.{op.name} cannot be recorded with symbolic shapes: {exc}"
+                                 f"{_where()}") from exc
+        results = eager(op, inputs, kernel_params)
+        multi = isinstance(results, tuple)
+        outs = results if multi else (results,)
+        out_types = tuple(out_types) if isinstance(out_types, (tuple, list)) else (out_types,)
+        for t, r in zip(out_types, outs):
+            at_example = tuple(evaluate(d, self.env) for d in t.shape)
+            if at_example != r._data.shape:
+                raise TraceException(
+                    f"ops.{op.name}: its inference gives {format_shape(t.shape)} = {at_example} "
+                    f"at the example sizes but the kernel returned {r._data.shape}; the op record "
+                    f"from {op.provider} is inconsistent{_where()}")
+        values = self.builder.add_node(op.name, in_names, out_types, graph_params,
+                                       tracing_hooks.user_frame())
+        for r, v in zip(outs, values):
+            r._tv = (self, v.name)
+        return results

@@ -1,0 +1,216 @@
+"""Tracing: symbolic sizes, the trace rules, input validation, Tracer and the trace check."""
+import numpy as np
+import pytest
+
+import onemodel as om
+from onemodel import DType, Tensor, TraceException
+
+
+def ex(*shape, seed=0):
+    return Tensor.randn(DType.F32, *shape, seed=seed)
+
+
+def assert_same_at_sizes(traced, fn, shape_fn, sizes=(2, 5, 17), dtype=np.float32):
+    for n in sizes:
+        x = Tensor.from_numpy(np.random.default_rng(n).standard_normal(shape_fn(n)).astype(dtype))
+        np.testing.assert_allclose(traced(x).numpy(), fn(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_reshape_with_symbolic_batch():
+    fn = lambda x: x.reshape(x.shape[0], -1)  # noqa: E731
+    traced = om.trace(fn, ex(4, 3, 2), "batch", None, None)
+    assert "batch" in str(traced.graph)
+    assert_same_at_sizes(traced, fn, lambda n: (n, 3, 2))
+
+
+def test_shape_arithmetic_is_recorded():
+    fn = lambda x: x.reshape(x.shape[0], x.shape[1] * 2, -1)  # noqa: E731
+    traced = om.trace(fn, ex(4, 3, 2), None, "seq", None)
+    assert "seq*2" in str(traced.graph)
+    assert_same_at_sizes(traced, fn, lambda n: (4, n, 2))
+
+
+def test_slicing_with_symbolic_bounds():
+    fn = lambda x: x[: x.shape[0] - 1, 1:]  # noqa: E731
+    traced = om.trace(fn, ex(4, 3), "batch", None)
+    assert "batch - 1" in str(traced.graph)
+    assert_same_at_sizes(traced, fn, lambda n: (n, 3))
+
+
+def test_plain_int_equal_to_example_size_is_the_axis():
+    fn = lambda x: x.reshape(4, -1)  # noqa: E731
+    traced = om.trace(fn, ex(4, 3, 2), "batch", None, None)
+    assert_same_at_sizes(traced, lambda x: x.reshape(x.shape[0], -1), lambda n: (n, 3, 2))
+
+
+def test_factory_inside_trace_takes_symbolic_shape():
+    fn = lambda x: x + Tensor.ones(DType.F32, x.shape[0], 1)  # noqa: E731
+    traced = om.trace(fn, ex(4, 3), "batch", None)
+    assert_same_at_sizes(traced, fn, lambda n: (n, 3))
+
+
+def test_loop_over_symbolic_size_is_refused():
+    def fn(x):
+        for _ in range(x.shape[0]):
+            x = x + 1
+        return x
+
+    with pytest.raises(TraceException, match="batch") as info:
+        om.trace(fn, ex(4, 3), "batch", None)
+    assert "test_trace.py" in str(info.value)
+
+
+@pytest.mark.parametrize("convert", [int, bool, lambda n: n > 3, lambda n: n == 4])
+def test_converting_a_symbolic_size_is_refused(convert):
+    def fn(x):
+        convert(x.shape[0])
+        return x
+
+    with pytest.raises(TraceException, match="batch"):
+        om.trace(fn, ex(4, 3), "batch", None)
+
+
+@pytest.mark.parametrize("what,call", [
+    ("Tensor.numpy", lambda x: x.numpy()),
+    ("Tensor.item", lambda x: x.sum().item()),
+    ("Tensor.tolist", lambda x: x.tolist()),
+    ("Tensor.__bool__", lambda x: bool(x.sum())),
+    ("Tensor.__float__", lambda x: float(x.sum())),
+    ("Tensor.__int__", lambda x: int(x.sum())),
+])
+def test_reading_data_is_refused(what, call):
+    def fn(x):
+        call(x)
+        return x
+
+    with pytest.raises(TraceException, match=what.replace(".", r"\.")) as info:
+        om.trace(fn, ex(4, 3), "batch", None)
+    assert "test_trace.py" in str(info.value)
+
+
+def test_in_place_is_refused():
+    def fn(x):
+        y = x + 1
+        y.add_(1)
+        return y
+
+    with pytest.raises(TraceException, match=r"Tensor\.add_"):
+        om.trace(fn, ex(4, 3), "batch", None)
+
+
+def test_no_grad_is_refused():
+    def fn(x):
+        with om.GradMode.no_grad():
+            return x + 1
+
+    with pytest.raises(TraceException, match=r"GradMode\.no_grad"):
+        om.trace(fn, ex(4, 3), "batch", None)
+
+
+def test_random_factory_is_refused():
+    with pytest.raises(TraceException, match=r"Tensor\.randn"):
+        om.trace(lambda x: x + Tensor.randn(DType.F32, 3), ex(4, 3), "batch", None)
+
+
+@pytest.mark.parametrize("op,call", [
+    ("ops.mse_loss", lambda x: om.ops.mse_loss(x, x)),
+    ("ops.cross_entropy", lambda x: om.ops.cross_entropy(x, om.tensor([0, 1, 2, 0]))),
+    ("ops.dropout", lambda x: om.ops.dropout(x, 0.5, True)),
+    ("ops.ctc_loss", lambda x: om.ops.ctc_loss(
+        om.ops.log_softmax(x.reshape(4, 1, 3), -1), om.tensor([[1]]), om.tensor([4]),
+        om.tensor([1]))),
+])
+def test_untraceable_ops_are_refused(op, call):
+    with pytest.raises(TraceException, match=op.replace(".", r"\.")):
+        om.trace(lambda x: call(x), ex(4, 3), "batch", None)
+
+
+def test_dropout_in_eval_mode_traces():
+    traced = om.trace(lambda x: om.ops.dropout(x, 0.5, False), ex(4, 3), "batch", None)
+    x = ex(6, 3, seed=3)
+    np.testing.assert_array_equal(traced(x).numpy(), x.numpy())
+
+
+def test_example_size_one_is_refused_with_a_suggestion():
+    with pytest.raises(TraceException, match="at least 2"):
+        om.trace(lambda x: x, ex(1, 3), "batch", None)
+
+
+def test_example_size_equal_to_other_axis_is_refused():
+    with pytest.raises(TraceException, match="use an example of size 4"):
+        om.trace(lambda x: x, ex(3, 3), "batch", None)
+
+
+def test_one_name_one_size():
+    tracer = om.Tracer()
+    tracer.input("a", ex(4, 3), "batch", None)
+    with pytest.raises(TraceException, match="one name must have one size"):
+        tracer.input("b", ex(5, 3), "batch", None)
+    tracer.abort()
+
+
+def test_wrong_number_of_axis_names():
+    with pytest.raises(TraceException, match="2 axes"):
+        om.trace(lambda x: x, ex(4, 3), "batch")
+
+
+def test_tracer_with_several_inputs_and_outputs():
+    tracer = om.Tracer()
+    a = tracer.input("tokens", ex(4, 6), "batch", "seq")
+    m = tracer.input("mask", ex(4, 3, seed=1), "batch", None)
+    tracer.output("sum", a.sum(axis=1))
+    tracer.output("scaled", m * 2.0)
+    traced = tracer.finish()
+    assert traced.input_names == ["tokens", "mask"]
+    assert traced.output_names == ["sum", "scaled"]
+    s, sc = traced(ex(7, 9, seed=2), ex(7, 3, seed=5))
+    assert s.shape == (7,) and sc.shape == (7, 3)
+
+
+def test_constant_used_twice_is_one_initializer():
+    w = ex(3, seed=9)
+    traced = om.trace(lambda x: (x + w) * w, ex(4, 3), "batch", None)
+    arrays = [a for a in traced.graph.initializers.values() if a.shape == (3,)]
+    assert len(arrays) == 1
+
+
+def test_check_reports_a_frozen_size_and_the_node():
+    # x[:, :4] on a fixed axis of size 10 is read as x[:, :batch] (4 is the batch's example
+    # size): the check sees the difference and names the axis and the node.
+    with pytest.raises(TraceException, match="'batch'.*index") as info:
+        om.trace(lambda x: x[:, :4] * 2.0, ex(4, 10), "batch", None)
+    assert "test_trace.py" in str(info.value)
+
+
+def test_check_can_be_skipped():
+    traced = om.trace(lambda x: x[:, :4] * 2.0, ex(4, 10), "batch", None, check=False)
+    assert traced.graph.nodes
+
+
+def test_constant_with_example_batch_shape_is_refused():
+    mask = Tensor.ones(DType.F32, 4, 3)
+    with pytest.raises(TraceException, match="ops.mul"):
+        om.trace(lambda x: x * mask, ex(4, 3), "batch", None)
+
+
+def test_printed_graph_is_stable():
+    w = Tensor.from_list([1.0, 2.0, 3.0], 3)
+    fn = lambda x: (x * w).relu()  # noqa: E731
+    a = str(om.trace(fn, ex(4, 3), "batch", None).graph)
+    b = str(om.trace(fn, ex(4, 3, seed=7), "batch", None).graph)
+    assert a == b
+    assert a.splitlines()[0] == "graph (%input: f32[batch,3]) {"
+    assert "%output: f32[batch,3] = relu(" in a
+
+
+def test_graph_verify_catches_problems():
+    from onemodel.core.graph import Graph, Node
+
+    g = om.trace(lambda x: (x + 1.0).relu(), ex(4, 3), "batch", None).graph
+    g.verify()
+    broken = g.replace(nodes=tuple(reversed(g.nodes)))
+    with pytest.raises(om.GraphError, match="before it is defined"):
+        broken.verify()
+    unknown = g.replace(nodes=g.nodes[:-1] + (Node("no_such_op", g.nodes[-1].inputs, g.nodes[-1].outputs),))
+    with pytest.raises(om.GraphError, match="no_such_op"):
+        unknown.verify()
