@@ -98,11 +98,15 @@ class Tensor:
         dtype = DType.parse(dtype)
         if stop is None:
             start, stop = 0, start
-        if tracing_hooks.current() is not None and has_symint((start, stop, step)):
+        if tracing_hooks.current() is not None:
+            # always an op while recording (as the other factories), so the trace check's eager
+            # re-run calls the same ops as the graph even when the bounds are plain ints there
             entry = REGISTRY.tables().methods.get("__arange__")
-            if entry is None:
+            if entry is not None:
+                return apply(entry[1], (), {"start": start, "stop": stop, "step": step,
+                                            "dtype": dtype})
+            if has_symint((start, stop, step)):
                 next(v for v in (start, stop, step) if isinstance(v, SymInt))._refuse("Tensor.arange")
-            return apply(entry[1], (), {"start": start, "stop": stop, "step": step, "dtype": dtype})
         if step == 0:
             raise OpError("Tensor.arange: step must not be zero")
         return cls._wrap(np.arange(start, stop, step).astype(dtype.numpy))
@@ -361,7 +365,8 @@ def _pack_method_args(op, args: tuple) -> tuple:
     n_extra = len(op.inputs) - 1
     pnames = list(op.params)
     if n_extra == 0 and pnames and op.params[pnames[0]].kind in ("shape", "axes") and len(args) > 1:
-        if all(isinstance(a, (numbers.Integral, SymInt)) for a in args):
+        if all(isinstance(a, (numbers.Integral, SymInt)) and not isinstance(a, (bool, np.bool_))
+               for a in args):  # x.sum(1, True) is axis=1, keepdims=True, not axes (1, True)
             return (tuple(args),)
     return args
 
@@ -413,4 +418,6 @@ def tensor(data: Any, dtype=None, requires_grad: bool = False) -> Tensor:
     """A new tensor from lists, numpy arrays or scalars (floats default to f32, ints to i64)."""
     if isinstance(data, Tensor):
         data = data._data.copy()
+    elif isinstance(data, np.ndarray):
+        data = data.copy()  # a new tensor, as torch.tensor: never aliases the caller's array
     return Tensor(data, DType.parse(dtype) if dtype is not None else None, requires_grad)

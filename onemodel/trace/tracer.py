@@ -74,10 +74,12 @@ class Tracer:
             self._active_cm = self._grad_cm = None
 
     def __enter__(self) -> "Tracer":
-        self._activate()
+        """Recording starts at the first `input`; leaving the block always stops it."""
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is not None:
+            self.abort()
         self._deactivate()
 
     def abort(self) -> None:

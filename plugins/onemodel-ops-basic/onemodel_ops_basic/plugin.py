@@ -9,7 +9,7 @@ import attrs
 
 from onemodel.registry import hookimpl
 
-from . import elementwise
+from . import elementwise, factory, index, linalg, reduce, shape
 
 try:
     from .onnx_mapping import ONNX
@@ -18,7 +18,7 @@ except ImportError:  # the ONNX mappings arrive with the formats work
 
 
 def all_ops():
-    ops = (*elementwise.OPS,)
+    ops = (*elementwise.OPS, *linalg.OPS, *shape.OPS, *index.OPS, *reduce.OPS, *factory.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 

@@ -1,0 +1,38 @@
+"""``swish(x, beta=1.0) = x * sigmoid(beta * x)`` (SiLU when beta is 1)."""
+from __future__ import annotations
+
+import numpy as np
+
+from onemodel.core import TensorType
+from onemodel.registry import OpDef, Param, Sample
+
+
+def _sigmoid(z):
+    return 0.5 * (1.0 + np.tanh(0.5 * z))  # stable for large |z|
+
+
+def kernel(x, beta):
+    return (x * _sigmoid(beta * x)).astype(x.dtype, copy=False)
+
+
+def vjp(ctx, grad):
+    (x,) = ctx.inputs
+    beta = ctx.params["beta"]
+    s = _sigmoid(beta * x)
+    return (grad * (s + beta * x * s * (1.0 - s)),)
+
+
+def infer(x, beta):
+    if not x.dtype.is_float:
+        raise ValueError(f"swish needs a float tensor, got {x.dtype}")
+    return TensorType(x.dtype, x.shape)
+
+
+def samples(rng):
+    yield Sample(args=(rng.standard_normal((3, 4)),), name="silu")
+    yield Sample(args=(rng.standard_normal((2, 5)) * 3,), params={"beta": 1.7}, name="beta")
+
+
+SWISH = OpDef(name="swish", inputs=("x",), params={"beta": Param(kind="float", default=1.0)},
+              kernel=kernel, infer=infer, vjp=vjp, samples=samples, methods=("swish",),
+              doc="x * sigmoid(beta * x)")
