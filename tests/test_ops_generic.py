@@ -59,8 +59,18 @@ def _flat_arrays(sample):
     return out
 
 
+def _by_name(op, tensors, params):
+    """Positional tensors and params as a call: by keyword when the op's positional order is
+    not "inputs, then params" (``OpDef.signature``, as layer_norm's)."""
+    if not op.signature:
+        return tuple(tensors), dict(params)
+    names = [i.rstrip("?*") for i in op.inputs]
+    return (), {**dict(zip(names, tensors)), **dict(params)}
+
+
 def _call(op, tensors, params):
-    return getattr(om.ops, op.name)(*tensors, **dict(params))
+    args, kwargs = _by_name(op, tensors, params)
+    return getattr(om.ops, op.name)(*args, **kwargs)
 
 
 def test_every_op_has_a_reference():
@@ -89,7 +99,7 @@ def test_kernel_matches_reference(op, sample):
 
 @pytest.mark.parametrize("op,sample", CASES)
 def test_inference_matches_eager(op, sample):
-    inputs, params = bind(op, tuple(_tensors(sample)), dict(sample.params))
+    inputs, params = bind(op, *_by_name(op, _tensors(sample), sample.params))
     types = [TensorType(t.dtype, t.shape) if t is not None else None for t in inputs]
     inferred = infer(op, types, params)
     inferred = inferred if isinstance(inferred, (tuple, list)) else (inferred,)

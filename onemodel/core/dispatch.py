@@ -87,6 +87,16 @@ def bind(op: OpDef, args: tuple, kwargs: dict) -> tuple[list, dict]:
 
     names = [_input_name(i) for i in op.inputs]
     pnames = list(op.params)
+    if op.signature and args:  # a positional order other than "inputs, then params"
+        if len(args) > len(op.signature):
+            raise OpError(f"ops.{op.name}() takes {len(op.signature)} arguments "
+                          f"({', '.join(op.signature)}), got {len(args)}")
+        kwargs = dict(kwargs)
+        for name, value in zip(op.signature, args):
+            if name in kwargs:
+                raise OpError(f"ops.{op.name}() got argument {name!r} twice")
+            kwargs[name] = value
+        args = ()
     if op.variadic:
         if not args and names[0] in kwargs:
             args = (kwargs.pop(names[0]),) + tuple(args)

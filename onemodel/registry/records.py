@@ -101,6 +101,9 @@ class OpDef:
     * ``vjp(ctx, *grads)`` returns one gradient (or None) per input; None means "not
       differentiable". Broadcasting and dtype of gradients are reduced by the core.
     * ``untraceable`` is None (traceable), a reason, or ``f(params) -> reason | None``.
+    * ``signature`` (optional) is the positional order of a call when it is not "inputs, then
+      params": every input and param name once, e.g. ``("x", "normalized_shape", "weight",
+      "bias", "eps")`` for ``layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5)``.
     * ``methods`` are Tensor method / operator names taking the tensor as first input,
       ``reflected`` operator names taking it as second (``__radd__``), ``inplace`` in-place
       method names (``add_``) whose result is written back into the tensor.
@@ -122,6 +125,7 @@ class OpDef:
     pure: bool = True
     doc: str = ""
     provider: str | None = None  # set by the registry: "distribution version" or plugin name
+    signature: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
 
     @property
     def variadic(self) -> bool:
@@ -140,6 +144,11 @@ class OpDef:
         star = [i for i in self.inputs if i.endswith("*")]
         if star and len(self.inputs) != 1:
             raise TypeError(f"op {self.name!r}: a variadic input must be the only input")
+        if self.signature:
+            names = [i.rstrip("?*") for i in self.inputs] + list(self.params)
+            if sorted(self.signature) != sorted(names) or star:
+                raise TypeError(f"op {self.name!r}: signature {self.signature} must name every "
+                                f"input and param once ({', '.join(names)})")
 
 
 @attrs.frozen(kw_only=True)

@@ -1,1 +1,31 @@
-"""Entry point of this plugin."""
+"""Entry point of onemodel-ops-nn: the hook returning every nn op record.
+
+Each op's ONNX mapping lives in ``onnx_mapping.py`` (keyed by op name) and is attached here, so
+the record handed to the registry carries every capability.
+"""
+from __future__ import annotations
+
+import attrs
+
+from onemodel.registry import hookimpl
+
+from . import activation, attention, conv, ctc, dropout, embedding, linear, losses, norm, pool
+
+try:
+    from .onnx_mapping import ONNX
+except ImportError:  # the ONNX mappings arrive with the formats work
+    ONNX = {}
+
+
+def all_ops():
+    ops = (*linear.OPS, *conv.OPS, *pool.OPS, *norm.OPS, *activation.OPS, *dropout.OPS,
+           *embedding.OPS, *attention.OPS, *losses.OPS, *ctc.OPS)
+    return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
+
+
+@hookimpl
+def onemodel_ops():
+    return all_ops()
+
+
+from .module_hooks import onemodel_modules  # noqa: E402,F401  (layers for om.nn)
