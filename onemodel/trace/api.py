@@ -40,7 +40,8 @@ def trace(fn: Callable, example, *axis_names, check: bool = True, input_name: st
             res = fn(feeds[input_name])
             return [t for _n, t in _outputs(res)]
 
-        check_trace(traced.graph, run_eager, tracer.examples, tracer.env)
+        check_trace(traced.graph, run_eager, tracer.examples, tracer.env,
+                    ints_read_as_axes=tracer.ints_read_as_axes)
     return traced
 
 

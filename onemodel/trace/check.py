@@ -76,8 +76,21 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def check_trace(graph: Graph, run_eager: Callable[[dict], list], examples, env: dict,
-                extra_sizes: int = 2) -> None:
+                extra_sizes: int = 2, ints_read_as_axes=()) -> None:
     """For each symbolic axis, compare eager and graph at ``extra_sizes`` larger sizes."""
+    try:
+        _check(graph, run_eager, examples, env, extra_sizes)
+    except TraceException as exc:
+        hints = [f"\n  note: the int {n} passed to ops.{op}" + (f" at {src}" if src else "")
+                 + f" was read as axis {axis!r} because it equals that axis's example size; if it "
+                 f"is a constant of the model, trace with another example size for {axis!r}"
+                 for axis, n, op, src in ints_read_as_axes]
+        if hints:
+            raise TraceException(str(exc) + "".join(dict.fromkeys(hints))) from exc.__cause__
+        raise
+
+
+def _check(graph, run_eager, examples, env, extra_sizes):
     for axis, size0 in env.items():
         for k in range(1, extra_sizes + 1):
             size = size0 * (k + 1) + k  # e.g. 4 -> 9, 14: larger, and unlike the example
@@ -94,8 +107,8 @@ def check_trace(graph: Graph, run_eager: Callable[[dict], list], examples, env: 
                 per_node, graph_outputs = _run_graph_all(graph, feeds)
             except Exception as exc:  # noqa: BLE001
                 raise TraceException(
-                    f"the graph fails to run with axis {axis!r} = {size}: {exc}. A size from the "
-                    f"example ({size0}) was frozen into the graph.") from exc
+                    f"the graph fails to run with axis {axis!r} = {size} (example: {size0}): {exc}. "
+                    f"The graph and the eager code disagree about which sizes follow the axis.") from exc
             _compare(graph, recorder.results, per_node, graph_outputs, eager_outputs, axis, size,
                      size0)
 

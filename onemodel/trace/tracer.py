@@ -52,6 +52,9 @@ class Tracer:
         self._grad_cm = None
         self._active_cm = None
         self._finished = False
+        #: plain ints read as a symbolic axis (see `_axis_for`): (axis, value, op, source)
+        self.ints_read_as_axes: list[tuple[str, int, str, str | None]] = []
+        self._current_op = ""
 
     # -- activation ------------------------------------------------------------------------------
     def _activate(self) -> None:
@@ -261,6 +264,8 @@ class Tracer:
     def _axis_for(self, n: int):
         for name, size in self.env.items():
             if size == n:
+                self.ints_read_as_axes.append((name, n, self._current_op,
+                                               tracing_hooks.user_frame()))
                 return Dim.symbol(name)
         return n
 
@@ -270,6 +275,7 @@ class Tracer:
         reason = op.trace_refusal(kernel_params)
         if reason:
             self.refuse(f"ops.{op.name}", reason)
+        self._current_op = op.name
         graph_params = {k: self._symbolize(v, op.params[k].kind) for k, v in params.items()}
         in_names = [None if t is None else self._value_of(t) for t in inputs]
         types = [None if n is None else self.builder.values[n].type for n in in_names]
