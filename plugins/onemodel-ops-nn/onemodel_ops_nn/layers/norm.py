@@ -1,0 +1,134 @@
+"""BatchNorm2d and LayerNorm with PyTorch's parameters, buffers and running-statistics rule."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from onemodel import Tensor, ops
+from onemodel.nn import NnModule, init
+
+from ._util import new_buffer, new_param, positive_int
+
+
+class BatchNorm2d(NnModule):
+    """Batch normalisation over (N, C, H, W) per channel.
+
+    Training: normalises with the batch's statistics and updates ``running_mean`` /
+    ``running_var`` (unbiased) with ``momentum`` (``momentum=None``: a cumulative average), and
+    counts ``num_batches_tracked``. Eval: normalises with the running statistics.
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, dtype=None) -> None:
+        super().__init__()
+        self.num_features = positive_int("BatchNorm2d", "num_features", num_features)
+        self.eps = float(eps)
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = new_param((num_features,), dtype)
+            self.bias = new_param((num_features,), dtype)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", new_buffer(0.0, (num_features,), dtype))
+            self.register_buffer("running_var", new_buffer(1.0, (num_features,), dtype))
+            self.register_buffer("num_batches_tracked",
+                                 Tensor.from_numpy(np.zeros((), dtype=np.int64)))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            init.zeros_(self.running_mean)
+            init.ones_(self.running_var)
+            self.num_batches_tracked._data[...] = 0
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, x):
+        if x.ndim != 4:
+            raise ValueError(f"BatchNorm2d: expected 4D input (got {x.ndim}D input)")
+        use_batch_stats = self.training or self.running_mean is None
+        if self.training and self.track_running_stats:
+            self._update_running_stats(x)
+        c = self.num_features
+        dt = x.dtype.numpy
+        if use_batch_stats:
+            # the running statistics are updated above; the op sees throw-away copies, so the
+            # result is the same whether or not its kernel also updates them
+            mean = Tensor.from_numpy(np.zeros(c, dtype=dt))
+            var = Tensor.from_numpy(np.ones(c, dtype=dt))
+        else:
+            mean, var = self.running_mean, self.running_var
+        return ops.batch_norm(x, mean, var, self.weight, self.bias, training=use_batch_stats,
+                              momentum=0.0 if self.momentum is None else float(self.momentum),
+                              eps=self.eps)
+
+    def _update_running_stats(self, x) -> None:
+        self.num_batches_tracked._data[...] += 1
+        self.num_batches_tracked._version += 1
+        factor = (1.0 / float(self.num_batches_tracked._data) if self.momentum is None
+                  else float(self.momentum))
+        data = x._data
+        n = data.size // data.shape[1]
+        mean = data.mean(axis=(0, 2, 3))
+        var = data.var(axis=(0, 2, 3)) * (n / max(n - 1, 1))
+        for buf, stat in ((self.running_mean, mean), (self.running_var, var)):
+            buf._data[...] = (1 - factor) * buf._data + factor * stat.astype(buf._data.dtype)
+            buf._version += 1
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class LayerNorm(NnModule):
+    """Normalises over the trailing ``normalized_shape`` axes; ``weight`` ones, ``bias`` zeros."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, dtype=None) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(positive_int("LayerNorm", "normalized_shape", d)
+                                      for d in normalized_shape)
+        self.eps = float(eps)
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = new_param(self.normalized_shape, dtype)
+            if bias:
+                self.bias = new_param(self.normalized_shape, dtype)
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+    def forward(self, x):
+        return ops.layer_norm(x, weight=self.weight, bias=self.bias,
+                              normalized_shape=self.normalized_shape, eps=self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+__all__ = ["BatchNorm2d", "LayerNorm"]
