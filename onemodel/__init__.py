@@ -7,7 +7,9 @@ import sys as _sys
 from . import registry
 from .core import DType, GradMode, Tensor, manual_seed, tensor
 from .core.ops_namespace import ops
+from .core.session import Session, SessionOutputs, ValueInfo, backends
 from .trace import TracedModel, Tracer, trace
+from .loading import load, load_onnx
 from .errors import (FormatError, GraphError, OneModelError, OpError, PluginError, SessionError,
                      TraceException)
 from . import nn, optim  # noqa: E402  (after the core: nn and optim build on Tensor)
@@ -18,4 +20,5 @@ _sys.modules[__name__ + ".ops"] = ops
 
 __all__ = ["DType", "GradMode", "Tensor", "tensor", "manual_seed", "ops", "registry", "nn", "optim",
            "OneModelError", "OpError", "PluginError", "TraceException", "SessionError",
-           "GraphError", "FormatError", "Tracer", "TracedModel", "trace", "__version__"]
+           "GraphError", "FormatError", "Tracer", "TracedModel", "trace", "load", "load_onnx", "Session", "SessionOutputs",
+           "ValueInfo", "backends", "__version__"]

@@ -1,0 +1,112 @@
+"""``onemodel info FILE``: what a model file holds.
+
+Inputs and outputs with dtypes and (symbolic) shapes, the symbolic axes, node counts by op,
+and the parameters (initializers): count of values and bytes. Works on ``.onemodel`` and
+``.onnx`` files; ``--json`` prints the same as JSON.
+"""
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+
+from ..core.symbolic import Dim
+from ._table import render
+
+
+def add_parser(sub):
+    p = sub.add_parser("info", help="inputs, outputs, op counts and parameters of a model file",
+                       description="Describe a .onemodel or .onnx file: inputs and outputs with "
+                                   "symbolic axes, node counts by op, parameter count and bytes.",
+                       epilog="examples:\n  onemodel info model.onemodel\n"
+                              "  onemodel info model.onnx --json")
+    p.add_argument("file", metavar="FILE", help="a .onemodel or .onnx file")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    return p
+
+
+def _shape(shape) -> list:
+    return [str(d) if isinstance(d, Dim) else int(d) for d in shape]
+
+
+def _human(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def _file_meta(path: str) -> dict:
+    """Format name, version and producer, read without loading the model twice."""
+    if path.lower().endswith(".onnx"):
+        import onnx
+
+        m = onnx.load(path, load_external_data=False)
+        opset = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), None)
+        producer = f"{m.producer_name} {m.producer_version}".strip()
+        return {"format": "onnx", "opset": opset, "ir_version": m.ir_version,
+                "producer": producer or None}
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo("manifest.json")
+        if info.file_size > 256 * 1024 * 1024:
+            return {"format": "onemodel"}
+        manifest = json.loads(zf.read(info))
+    return {"format": "onemodel", "format_version": manifest.get("format_version"),
+            "producer": manifest.get("producer")}
+
+
+def describe(path: str) -> dict:
+    from ..formats import load
+
+    graph = load(path)
+    params = sum(int(a.size) for a in graph.initializers.values())
+    nbytes = sum(int(a.nbytes) for a in graph.initializers.values())
+    return {
+        "file": path,
+        **_file_meta(path),
+        "inputs": [{"name": v.name, "dtype": str(v.dtype), "shape": _shape(v.shape)}
+                   for v in graph.inputs],
+        "outputs": [{"name": o, "dtype": str(graph.values[v].dtype),
+                     "shape": _shape(graph.values[v].shape)} for o, v in graph.outputs],
+        "symbolic_axes": graph.symbols(),
+        "nodes": len(graph.nodes),
+        "ops": graph.op_counts(),
+        "initializers": len(graph.initializers),
+        "parameters": params,
+        "parameter_bytes": nbytes,
+    }
+
+
+def run(args) -> int:
+    if not os.path.exists(args.file):
+        raise FileNotFoundError(2, "No such file", args.file)
+    d = describe(args.file)
+    if args.json:
+        print(json.dumps(d, indent=2))
+        return 0
+    head = f"{d['file']}: {d['format']}"
+    if d.get("format_version"):
+        head += f" format {d['format_version']}"
+    if d.get("opset"):
+        head += f" opset {d['opset']}"
+    if d.get("producer"):
+        head += f", written by {d['producer']}"
+    print(head)
+
+    def io_rows(items):
+        return [[x["name"], x["dtype"], "[" + ", ".join(map(str, x["shape"])) + "]"]
+                for x in items]
+
+    print("\ninputs:")
+    print(render(["name", "dtype", "shape"], io_rows(d["inputs"])))
+    print("\noutputs:")
+    print(render(["name", "dtype", "shape"], io_rows(d["outputs"])))
+    print(f"\nsymbolic axes: {', '.join(d['symbolic_axes']) or '(none)'}")
+    print(f"\nnodes: {d['nodes']}")
+    print(render(["op", "count"], [[k, v] for k, v in
+                                   sorted(d["ops"].items(), key=lambda kv: (-kv[1], kv[0]))]))
+    print(f"\nparameters: {d['parameters']:,} values, {_human(d['parameter_bytes'])} "
+          f"({d['parameter_bytes']:,} bytes) in {d['initializers']} initializers")
+    return 0

@@ -1,0 +1,72 @@
+"""``onemodel run FILE --input NAME=FILE.npy``: run a model on arrays from .npy files."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ._models import CliInputError, load_model
+
+
+def add_parser(sub):
+    p = sub.add_parser("run", help="run a model on .npy inputs",
+                       description="Run a .onemodel or .onnx model in a session and print each "
+                                   "output's shape and a short summary; --output-dir writes them "
+                                   "as .npy files.",
+                       epilog="example:\n  onemodel run model.onemodel --input input=x.npy "
+                              "--output-dir out/")
+    p.add_argument("file", help="a .onemodel or .onnx file")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="an input from a .npy file (repeat for several inputs)")
+    p.add_argument("--output-dir", help="write each output to DIR/NAME.npy")
+    p.add_argument("--backend", default="numpy", help="backend name (default: numpy)")
+    p.add_argument("--optimization", default="all", choices=("none", "basic", "all"))
+    return p
+
+
+def read_feeds(specs: list[str]) -> dict[str, np.ndarray]:
+    feeds = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise CliInputError(f"--input {spec!r}: expected NAME=FILE.npy")
+        if name in feeds:
+            raise CliInputError(f"--input {name!r} is given twice")
+        if not os.path.exists(path):
+            raise FileNotFoundError(2, "No such file or directory", path)
+        try:
+            feeds[name] = np.load(path, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise CliInputError(f"--input {name}: {path} is not a valid .npy file ({exc})") from None
+        if not isinstance(feeds[name], np.ndarray):
+            raise CliInputError(f"--input {name}: {path} holds several arrays; give one .npy file")
+    return feeds
+
+
+def summary(a: np.ndarray) -> str:
+    if a.size == 0:
+        return "empty"
+    if a.dtype.kind in "fiub":
+        f = a.astype(np.float64)
+        return f"min {f.min():.4g}  max {f.max():.4g}  mean {f.mean():.4g}"
+    return ""
+
+
+def run(args) -> int:
+    traced = load_model(args.file)
+    feeds = read_feeds(args.input)
+    with traced.create_session(backend=args.backend, optimization=args.optimization) as session:
+        outputs = session.run(feeds)
+        for name, t in outputs.items():
+            a = t.numpy()
+            print(f"{name}: {t.dtype}{list(a.shape)}  {summary(a)}")
+            if args.output_dir:
+                os.makedirs(args.output_dir, exist_ok=True)
+                target = os.path.join(args.output_dir, f"{name}.npy")
+                tmp = target + ".tmp"
+                with open(tmp, "wb") as f:
+                    np.save(f, a, allow_pickle=False)
+                os.replace(tmp, target)
+        if args.output_dir:
+            print(f"wrote {len(outputs)} output(s) to {args.output_dir}")
+    return 0
