@@ -21,6 +21,15 @@ from .records import RECORD_TYPES, ModuleDef, OpDef
 
 ENTRY_POINT_GROUP = "onemodel"
 DISABLE_ENV = "ONEMODEL_DISABLE_PLUGIN_AUTOLOAD"
+#: Plugin objects of the core itself, registered before the entry points: (name, module).
+INTERNAL_PLUGINS = (("onemodel-builtin-passes", "onemodel.passes.builtin"),)
+
+
+def _core_version() -> str | None:
+    try:
+        return importlib.metadata.version("onemodel")
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 @attrs.define
@@ -64,6 +73,7 @@ class Registry:
     # -- loading -------------------------------------------------------------------------
     def _load_entry_points(self) -> None:
         self._loaded_entry_points = True
+        self._register_internal()
         if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
             return
         for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
@@ -84,6 +94,24 @@ class Registry:
                 continue
             if self._pm.get_plugin(ep.name) is None and not self._pm.is_registered(plugin):
                 self._pm.register(plugin, name=ep.name)
+
+    def _register_internal(self) -> None:
+        """The core's own plugin objects (built-in passes and fused ops), like any plugin."""
+        for name, module in INTERNAL_PLUGINS:
+            if self._pm.get_plugin(name) is not None:
+                continue
+            info = PluginInfo(name=name, distribution="onemodel", version=_core_version())
+            self._infos[name] = info
+            try:
+                plugin = importlib.import_module(module)
+            except Exception as exc:  # noqa: BLE001
+                err = PluginError(f"internal plugin {name!r} failed to import: "
+                                  f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}",
+                                  plugin=name, distribution="onemodel")
+                info.errors.append(err)
+                self._load_errors.append(err)
+                continue
+            self._pm.register(plugin, name=name)
 
     def _ensure(self) -> Tables:
         tables = self._tables

@@ -1,1 +1,1 @@
-"""Entry point (fills in with its issue)."""
+"""OneModel's numpy backend: kernels for the core's plan compiler."""

@@ -1,1 +1,33 @@
-"""Entry point of this plugin."""
+"""Entry point of onemodel-backend-numpy: the "numpy" backend and its specialised kernels.
+
+The backend itself is the core's plan compiler (`onemodel.core.plan.PlanBackend`): one generated
+Python function per shape signature over preassigned buffers. This package supplies the kernels
+that make that fast (``out=`` ufuncs, pre-packed weights, views for reshapes); every other op
+runs its own eager kernel.
+"""
+from __future__ import annotations
+
+from onemodel.core.plan import PlanBackend
+from onemodel.registry import BackendDef, hookimpl
+
+from . import chain, elementwise, nn, special
+
+
+def create(**options) -> PlanBackend:
+    unknown = set(options) - set(PlanBackend.options)
+    if unknown:
+        raise TypeError(f"unknown option(s) {sorted(unknown)}; the numpy backend takes "
+                        f"{', '.join(PlanBackend.options)}")
+    return PlanBackend("numpy", **options)
+
+
+@hookimpl
+def onemodel_backends():
+    return (BackendDef(name="numpy", create=create,
+                       doc="Single-threaded numpy: one generated function per shape signature, "
+                           "buffers reused by liveness."),)
+
+
+@hookimpl
+def onemodel_kernels():
+    return (*elementwise.KERNELS, *nn.KERNELS, *special.KERNELS, *chain.KERNELS)

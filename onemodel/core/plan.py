@@ -1,0 +1,543 @@
+"""The plan compiler shared by backends: a graph becomes, per shape signature, one generated
+Python function calling prebound kernels over preassigned buffers.
+
+How a graph runs fast in numpy (torch.fx's habit: generate the code, then `compile` it):
+
+1. `CompiledGraph` (what ``backend.compile(graph)`` returns) keeps one `Plan` per *shape
+   signature*: the sizes bound to the symbolic axes and the outputs asked for. Building a plan
+   evaluates every symbolic shape and param, so a plan is all plain ints.
+2. For each node the backend picks a kernel: a `KernelDef` registered for this backend (its
+   ``make(params, input_types)`` may specialise it: pre-pack a weight, accept ``out=``), else the
+   op's own eager `OpDef.kernel` (so a third-party op runs with no extra code).
+3. Liveness: every value gets the set of buffers ("roots") it may alias. Kernels that write into
+   ``out=`` get a pooled slot, reused once every value aliasing it is dead; elementwise kernels
+   may write over a dying input. Views (reshape, transpose) alias their input.
+4. Code generation: one function, one line per node, kernels/constants as closure variables,
+   literal params inlined. ``run`` is a flat sequence of calls; nothing is looked up per node.
+5. Each plan hands out *runners* (one set of slot buffers each) from a lock-free pool, so several
+   threads can run one plan at once. Outputs never alias slots, feeds, constants or each other.
+
+A kernel error names the node that was executing: the generated line number maps to the node.
+"""
+from __future__ import annotations
+
+import collections
+import math
+import threading
+from typing import Any, Callable, Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from ..errors import OneModelError
+from .graph import Graph, Node
+from .interpreter import node_error
+from .symbolic import evaluate, evaluate_nested
+from .types import TensorType
+
+#: How a kernel treats memory (`PlanKernel.kind`).
+OUT = "out"          # fn(*arrays, out=buffer) writes the whole output into buffer
+VIEW = "view"        # the output is a view of the first array input (reshape, transpose)
+FRESH = "fresh"      # the output owns newly allocated memory, of the right dtype and shape
+UNKNOWN = "unknown"  # anything: may return a view of any input, a scalar, another dtype
+KINDS = (OUT, VIEW, FRESH, UNKNOWN)
+
+
+@attrs.frozen
+class ConstantType(TensorType):
+    """An input type handed to ``KernelDef.make`` for an input that is a graph constant: it also
+    carries the array, so a kernel may pre-pack it once (transpose a weight, fold a scale)."""
+
+    value: np.ndarray = attrs.field(default=None, eq=False, repr=False, kw_only=True)
+
+
+@attrs.frozen
+class PlanKernel:
+    """What ``KernelDef.make`` may return instead of a plain callable.
+
+    * ``fn`` is called with the node's arrays (only those at positions ``inputs`` when given, so
+      a kernel that packed a constant need not receive it again); params are already bound.
+    * ``kind``: one of `OUT`, `VIEW`, `FRESH`, `UNKNOWN` (see above).
+    * ``inplace``: with ``OUT``, ``out`` may be one of the inputs (same shape and dtype); true for
+      elementwise kernels.
+    * ``extra``: constant positional arguments passed after the arrays (``np.maximum(x, 0)``
+      is ``PlanKernel(np.maximum, OUT, inplace=True, extra=(0,))``).
+    """
+
+    fn: Callable
+    kind: str = attrs.field(default=UNKNOWN, validator=attrs.validators.in_(KINDS))
+    inplace: bool = False
+    inputs: tuple | None = None
+    extra: tuple = ()
+
+
+class PlanError(OneModelError):
+    """A graph could not be compiled into a plan (a kernel's ``make`` failed, a bad record)."""
+
+
+# -- the compiled graph --------------------------------------------------------------------------
+class CompiledGraph:
+    """What `PlanBackend.compile` returns: plans per shape signature, built on first use.
+
+    ``run(feeds, env, output_names)`` takes validated numpy feeds and the sizes bound to the
+    symbolic axes (the Session checks both) and returns fresh arrays by output name.
+    """
+
+    def __init__(self, graph: Graph, backend: str, kernels: Mapping[str, Any],
+                 max_plans: int = 32) -> None:
+        from ..registry import REGISTRY
+
+        self.graph = graph
+        self.backend = backend
+        self.kernels = dict(kernels)
+        self.ops = REGISTRY.tables().ops
+        self.symbols = tuple(graph.symbols())
+        self.max_plans = int(max_plans)
+        self._plans: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def plan(self, env: Mapping[str, int], output_names: Sequence[str] | None = None) -> "Plan":
+        outs = tuple(output_names) if output_names is not None else tuple(self.graph.output_names)
+        key = (tuple(int(env[s]) for s in self.symbols), outs)
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is None:
+                plan = build_plan(self.graph, {s: int(env[s]) for s in self.symbols}, outs,
+                                  self.kernels, self.ops)
+                self._plans[key] = plan
+                while len(self._plans) > self.max_plans:
+                    self._plans.popitem(last=False)
+            return plan
+
+    def run(self, feeds: Mapping[str, np.ndarray], env: Mapping[str, int],
+            output_names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        return self.plan(env, output_names).run(feeds)
+
+
+class PlanBackend:
+    """A backend made of a kernel table: ``compile(graph)`` returns a `CompiledGraph`.
+
+    Backends that only contribute kernels (the numpy backend) create one of these; a backend
+    with its own scheduling can subclass it and reuse `build_plan`'s liveness and codegen.
+    """
+
+    options = ("max_plans",)
+
+    def __init__(self, name: str, max_plans: int = 32) -> None:
+        self.name = name
+        self.max_plans = max_plans
+
+    def kernel_table(self) -> dict[str, Any]:
+        from ..registry import REGISTRY
+
+        return {op: k for (backend, op), k in REGISTRY.tables().kernels.items()
+                if backend == self.name}
+
+    def compile(self, graph: Graph) -> CompiledGraph:
+        return CompiledGraph(graph, self.name, self.kernel_table(), max_plans=self.max_plans)
+
+
+# -- building a plan -----------------------------------------------------------------------------
+@attrs.define
+class _Step:
+    node: Node
+    kernel: PlanKernel
+    args: list  # value names (None for absent) actually passed
+
+
+def _concrete(t: TensorType, env) -> TensorType:
+    return TensorType(t.dtype, tuple(evaluate(d, env) for d in t.shape))
+
+
+def _choose_kernel(node: Node, op, kdef, params: dict, in_types: list) -> PlanKernel:
+    if kdef is not None:
+        if kdef.make is not None:
+            made = kdef.make(params, in_types)
+            if isinstance(made, PlanKernel):
+                return made
+            if made is not None:
+                if not callable(made):
+                    raise PlanError(f"KernelDef.make for {node.op!r} ({kdef.provider}) returned "
+                                    f"{type(made).__name__}, not a callable or PlanKernel")
+                return PlanKernel(made)
+        elif kdef.kernel is not None:
+            return PlanKernel(_bind(kdef.kernel, params))
+    return PlanKernel(_bind(op.kernel, params))
+
+
+def _bind(fn: Callable, params: dict) -> Callable:
+    if not params:
+        return fn
+    return _Bound(fn, params)
+
+
+class _Bound:
+    """A kernel with its params; the codegen inlines literal params instead of calling this."""
+
+    __slots__ = ("fn", "params")
+
+    def __init__(self, fn, params):
+        self.fn, self.params = fn, params
+
+    def __call__(self, *arrays):
+        return self.fn(*arrays, **self.params)
+
+
+def _is_literal(v) -> bool:
+    if v is None or isinstance(v, (bool, int, str)):
+        return True
+    if isinstance(v, float):
+        return math.isfinite(v)
+    if isinstance(v, (tuple, list)):
+        return all(_is_literal(x) for x in v)
+    return False
+
+
+def build_plan(graph: Graph, env: Mapping[str, int], output_names: Sequence[str],
+               kernels: Mapping[str, Any], ops: Mapping[str, Any]) -> "Plan":
+    """Compile ``graph`` at the sizes in ``env`` for ``output_names`` (see the module doc)."""
+    out_map = dict(graph.outputs)
+    wanted = [out_map[o] for o in output_names]
+    # Keep the nodes the asked outputs need (and impure ones: they run for their effects).
+    needed = set(wanted)
+    keep: list[Node] = []
+    for node in reversed(graph.nodes):
+        op = ops.get(node.op)
+        if any(o in needed for o in node.outputs) or (op is not None and not op.pure):
+            keep.append(node)
+            needed.update(i for i in node.inputs if i is not None)
+    keep.reverse()
+
+    consts = graph.initializers
+    feeds = [v.name for v in graph.inputs]
+    types = {name: _concrete(v.type, env) for name, v in graph.values.items()}
+
+    steps: list[_Step] = []
+    for node in keep:
+        op = ops.get(node.op)
+        if op is None:
+            raise PlanError(f"node {node.describe()}: op {node.op!r} is not installed")
+        params = evaluate_nested(dict(node.params), env)
+        in_types = []
+        for i in node.inputs:
+            if i is None:
+                in_types.append(None)
+            elif i in consts:
+                t = types[i]
+                in_types.append(ConstantType(t.dtype, t.shape, value=consts[i]))
+            else:
+                in_types.append(types[i])
+        try:
+            pk = _choose_kernel(node, op, kernels.get(node.op), params, in_types)
+        except PlanError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - name the node whose kernel could not be made
+            raise PlanError(f"cannot prepare a kernel for node {node.describe()}: "
+                            f"{type(exc).__name__}: {exc}") from exc
+        if pk.kind == OUT and len(node.outputs) != 1:
+            pk = attrs.evolve(pk, kind=UNKNOWN, fn=_OutAsFresh(pk.fn, types[node.outputs[0]]))
+        args = list(node.inputs) if pk.inputs is None else [node.inputs[j] for j in pk.inputs]
+        steps.append(_Step(node, pk, args))
+    return Plan(graph, steps, types, feeds, consts, wanted, list(output_names))
+
+
+class _OutAsFresh:
+    __slots__ = ("fn", "t")
+
+    def __init__(self, fn, t):
+        self.fn, self.t = fn, t
+
+    def __call__(self, *arrays):
+        return self.fn(*arrays, out=np.empty(self.t.shape, self.t.dtype.numpy))
+
+
+class Plan:
+    """One compiled shape signature: the generated source, its slots and a pool of runners."""
+
+    def __init__(self, graph: Graph, steps: list, types: dict, feeds: list, consts: Mapping,
+                 wanted: list, output_names: list) -> None:
+        self.graph = graph
+        self.steps = steps
+        self.types = types
+        self.output_names = output_names
+        self._line_nodes: dict[int, Node] = {}
+        self._assign(feeds, consts, wanted)
+        self._generate(feeds, consts, wanted)
+        self._idle: list = []
+
+    # -- liveness and slots ----------------------------------------------------------------------
+    def _assign(self, feeds, consts, wanted) -> None:
+        # An OUT kernel whose result is (a view of) a graph output writes into a fresh array,
+        # so the output needs no copy: find those first, then compute the roots for real.
+        direct: set[str] = set(wanted)
+        for _ in range(2):
+            roots, pooled, defined = self._roots(feeds, consts, direct)
+            direct = set(wanted)
+            for w in wanted:
+                rs = roots[w]
+                if len(rs) == 1:
+                    (kind, v), = rs
+                    if kind in ("slot", "fresh"):
+                        direct.add(v)
+        self._compute_slots(roots, pooled, defined, wanted)
+
+    def _roots(self, feeds, consts, direct):
+        roots: dict[str, frozenset] = {}
+        pooled: dict[tuple, str] = {}  # pooled root -> the value written into it
+        defined: dict[str, int] = {}
+        for f in feeds:
+            roots[f] = frozenset({("feed", f)})
+        for c in consts:
+            roots[c] = frozenset({("const", c)})
+        self.out_mode: dict[str, str] = {}  # value -> "slot" | "fresh_out" (OUT kernels)
+        for idx, st in enumerate(self.steps):
+            kind = st.kernel.kind
+            in_roots = [roots[a] for a in st.args if a is not None]
+            for o in st.node.outputs:
+                defined[o] = idx
+                if kind == OUT:
+                    if o in direct:
+                        roots[o] = frozenset({("fresh", o)})
+                        self.out_mode[o] = "fresh_out"
+                    else:
+                        roots[o] = frozenset({("slot", o)})
+                        pooled[("slot", o)] = o
+                        self.out_mode[o] = "slot"
+                elif kind == VIEW:
+                    roots[o] = in_roots[0] if in_roots else frozenset({("fresh", o)})
+                elif kind == FRESH:
+                    roots[o] = frozenset({("fresh", o)})
+                else:
+                    roots[o] = frozenset().union(*in_roots, {("fresh", o)})
+        return roots, pooled, defined
+
+    def _compute_slots(self, roots, pooled, defined, wanted) -> None:
+        INF = len(self.steps) + 1
+        last_use: dict[str, int] = {}
+        for idx, st in enumerate(self.steps):
+            for a in st.args:
+                if a is not None:
+                    last_use[a] = idx
+        for w in wanted:
+            last_use[w] = INF
+        root_end: dict = {}
+        for v, rs in roots.items():
+            end = last_use.get(v, -1)
+            for r in rs:
+                if root_end.get(r, -1) < end:
+                    root_end[r] = end
+        self.roots = roots
+
+        # Slot assignment in node order: a slot is free once its root's last user has run.
+        ending: dict[int, list] = {}
+        for r, v in pooled.items():
+            ending.setdefault(max(root_end.get(r, -1), defined[v]), []).append(r)
+        free: dict[tuple, list[int]] = {}
+        slot_of: dict[tuple, int] = {}
+        self.slot_types: list[TensorType] = []
+        for idx, st in enumerate(self.steps):
+            taken = None
+            o = st.node.outputs[0] if st.node.outputs else None
+            if st.kernel.kind == OUT and self.out_mode.get(o) == "slot":
+                t = self.types[o]
+                key = (t.dtype, t.shape)
+                slot = None
+                if st.kernel.inplace:
+                    slot = taken = self._inplace_slot(st, idx, root_end, slot_of, key, pooled)
+                if slot is None:
+                    lst = free.get(key)
+                    if lst:
+                        slot = lst.pop()
+                    else:
+                        slot = len(self.slot_types)
+                        self.slot_types.append(t)
+                slot_of[("slot", o)] = slot
+            for r in ending.get(idx, ()):
+                s = slot_of[r]
+                if s != taken:
+                    t = self.slot_types[s]
+                    free.setdefault((t.dtype, t.shape), []).append(s)
+        self.slot_of = slot_of
+
+    def _inplace_slot(self, st, idx, root_end, slot_of, key, pooled):
+        """A dying input's slot the elementwise kernel may overwrite, or None."""
+        args = [a for a in st.args if a is not None]
+        for a in args:
+            r = ("slot", a)
+            if r not in pooled or root_end.get(r) != idx or self.roots[a] != frozenset({r}):
+                continue
+            t = self.types[a]
+            if (t.dtype, t.shape) != key:
+                continue
+            # every other input reading this buffer must be the very same array (no views)
+            if any(b != a and r in self.roots[b] for b in args):
+                continue
+            return slot_of[r]
+        return None
+
+    # -- code generation -------------------------------------------------------------------------
+    def _generate(self, feeds, consts, wanted) -> None:
+        consts_used: dict[str, str] = {}
+        closure: dict[str, Any] = {"_np_empty": np.empty, "_fix": _fix, "_ndarray": np.ndarray}
+        names: dict[str, str] = {}  # value name -> python variable
+        counter = [0]
+
+        def var(prefix: str) -> str:
+            counter[0] += 1
+            return f"{prefix}{counter[0]}"
+
+        def const(obj: Any, prefix: str = "k") -> str:
+            n = var(prefix)
+            closure[n] = obj
+            return n
+
+        body: list[str] = []
+        lines: list[tuple[str, Node | None]] = []
+        for f in feeds:
+            names[f] = var("i")
+            lines.append((f"{names[f]} = feeds[{f!r}]", None))
+        for c in consts:
+            n = var("c")
+            closure[n] = consts[c]
+            names[c] = n
+        slot_vars = [f"s{i}" for i in range(len(self.slot_types))]
+        for st in self.steps:
+            node, pk = st.node, st.kernel
+            fn = pk.fn
+            args = ["None" if a is None else names[a] for a in st.args]
+            if isinstance(fn, _Bound) and all(_is_literal(v) for v in fn.params.values()):
+                kname = const(fn.fn)
+                kw = [f"{k}={v!r}" for k, v in fn.params.items()]
+            elif isinstance(fn, _Bound):
+                kname = const(fn.fn)
+                kw = []
+                for k, v in fn.params.items():
+                    if _is_literal(v):
+                        kw.append(f"{k}={v!r}")
+                    else:
+                        kw.append(f"{k}={const(v, 'p')}")
+            else:
+                kname = const(fn)
+                kw = []
+            extra = [repr(v) if _is_literal(v) else const(v, "e") for v in pk.extra]
+            call_args = ", ".join(args + extra + kw)
+            outs = node.outputs
+            if pk.kind == OUT:
+                o = outs[0]
+                if self.out_mode[o] == "slot":
+                    target = slot_vars[self.slot_of[("slot", o)]]
+                    lines.append((f"{kname}({call_args}{', ' if call_args else ''}out={target})",
+                                  node))
+                    names[o] = target
+                else:
+                    t = self.types[o]
+                    shp = const(t.shape, "shape")
+                    dt = const(t.dtype.numpy, "dt")
+                    v = var("v")
+                    lines.append((f"{v} = {kname}({call_args}{', ' if call_args else ''}"
+                                  f"out=_np_empty({shp}, {dt}))", node))
+                    names[o] = v
+            elif pk.kind in (VIEW, FRESH):
+                vs = [var("v") for _ in outs]
+                lines.append((f"{', '.join(vs)} = {kname}({call_args})", node))
+                names.update(zip(outs, vs))
+            else:
+                vs = [var("v") for _ in outs]
+                if len(outs) == 1:
+                    dt = const(self.types[outs[0]].dtype.numpy, "dt")
+                    v = vs[0]
+                    lines.append((f"{v} = {kname}({call_args})", node))
+                    lines.append((f"if {v}.__class__ is not _ndarray or {v}.dtype is not {dt}: "
+                                  f"{v} = _fix({v}, {dt})", node))
+                else:
+                    t = var("t")
+                    lines.append((f"{t} = {kname}({call_args})", node))
+                    for j, (o, v) in enumerate(zip(outs, vs)):
+                        dt = const(self.types[o].dtype.numpy, "dt")
+                        lines.append((f"{v} = _fix({t}[{j}], {dt})", node))
+                names.update(zip(outs, vs))
+        # outputs: copy whatever may alias a slot, a feed, a constant or an earlier output
+        seen_roots: set = set()
+        rets = []
+        for w in wanted:
+            rs = self.roots[w]
+            shared = any(r[0] in ("slot", "feed", "const") for r in rs) or bool(rs & seen_roots)
+            seen_roots |= rs
+            rets.append(f"{names[w]}.copy()" if shared else names[w])
+        lines.append((f"return ({', '.join(rets)}{',' if len(rets) == 1 else ''})", None))
+
+        params = ", ".join(closure)
+        src = [f"def _factory({params}):",
+               "    def _make_runner(_alloc):"]
+        for i, sv in enumerate(slot_vars):
+            src.append(f"        {sv} = _alloc({i})")
+        src.append("        def run(feeds):")
+        first = len(src) + 1
+        for j, (text, node) in enumerate(lines):
+            src.append("            " + text)
+            if node is not None:
+                self._line_nodes[first + j] = node
+        src.append("        return run")
+        src.append("    return _make_runner")
+        self.source = "\n".join(src) + "\n"
+        code = compile(self.source, f"<onemodel plan {id(self):x}>", "exec")
+        self._code_filename = code.co_filename
+        ns: dict[str, Any] = {}
+        exec(code, ns)  # noqa: S102 - our own generated source
+        self.closure = closure  # the generated function's constants, by variable name
+        self._make_runner = ns["_factory"](**closure)
+        self.n_nodes = len(self.steps)
+
+    # -- running ---------------------------------------------------------------------------------
+    def _alloc(self, i: int) -> np.ndarray:
+        t = self.slot_types[i]
+        return np.empty(t.shape, t.dtype.numpy)
+
+    def runner(self) -> Callable:
+        """A new function with its own buffers (for one thread at a time)."""
+        return self._make_runner(self._alloc)
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        idle = self._idle
+        try:
+            r = idle.pop()
+        except IndexError:
+            r = self.runner()
+        try:
+            outs = r(feeds)
+        except Exception as exc:
+            node = self._failing_node(exc)
+            if node is None:
+                raise
+            raise node_error(node, exc) from exc
+        finally:
+            idle.append(r)
+        return dict(zip(self.output_names, outs))
+
+    def _failing_node(self, exc: BaseException) -> Node | None:
+        tb = exc.__traceback__
+        found = None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == self._code_filename:
+                found = self._line_nodes.get(tb.tb_lineno)
+            tb = tb.tb_next
+        return found
+
+    def describe(self) -> str:
+        """The generated source (for debugging and the docs)."""
+        return self.source
+
+
+def _fix(value, dtype) -> np.ndarray:
+    """A kernel's result as an array of the inferred dtype (as the interpreter does)."""
+    if isinstance(value, (tuple, list)) and len(value) == 1:
+        value = value[0]  # a one-output op may return a 1-tuple
+    a = np.asarray(value)
+    return a if a.dtype == dtype else a.astype(dtype)
+
+
+__all__ = ["OUT", "VIEW", "FRESH", "UNKNOWN", "ConstantType", "PlanKernel", "PlanError",
+           "CompiledGraph", "PlanBackend", "Plan", "build_plan"]

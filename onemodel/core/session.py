@@ -1,0 +1,290 @@
+"""`Session`: a graph optimised by the pass pipeline and compiled by a backend, run on feeds.
+
+::
+
+    session = om.Session(traced, backend="numpy", optimization="all")
+    outputs = session.run({"input": x})          # a read-only mapping of name -> Tensor
+
+Feeds are checked before anything runs (names, dtypes, ranks, fixed sizes, one size per symbolic
+axis), so a wrong feed is a `SessionError` naming the input and the axis, never a numpy error
+from the middle of the graph.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any, Iterator, Sequence
+
+import attrs
+import numpy as np
+
+from ..errors import OneModelError, SessionError
+from .dtype import DType
+from .graph import Graph
+from .symbolic import Dim, SymbolicError, evaluate
+from .tensor import Tensor
+
+LEVELS = ("none", "basic", "all")
+
+
+def _shape_entry(d) -> int | str:
+    return str(d) if isinstance(d, Dim) else int(d)
+
+
+@attrs.frozen
+class ValueInfo:
+    """A session input or output: ``name``, ``dtype`` (a `DType`) and ``shape`` (ints, and strs
+    for symbolic axes such as ``("batch", 2)``)."""
+
+    name: str
+    dtype: DType
+    shape: tuple = attrs.field(converter=tuple)
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.dtype}[{','.join(map(str, self.shape))}]"
+
+
+class SessionOutputs(Mapping):
+    """The result of `Session.run`: a read-only mapping of output name to `Tensor`, in the
+    graph's output order. Each Tensor owns its memory (no two share a buffer)."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: dict[str, Tensor]) -> None:
+        self._values = values
+
+    def __getitem__(self, name: str) -> Tensor:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise KeyError(f"no output {name!r} in these results; they hold "
+                           f"{', '.join(map(repr, self._values)) or 'nothing'}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k!r}: {v.dtype}{list(v.shape)}" for k, v in self._values.items())
+        return f"SessionOutputs({{{inner}}})"
+
+    def close(self) -> None:
+        """Drop the references to the output tensors."""
+        self._values = {}
+
+    def __enter__(self) -> "SessionOutputs":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def backends() -> list[str]:
+    """Names of the installed backends."""
+    from ..registry import REGISTRY
+
+    return sorted(REGISTRY.tables().backends)
+
+
+def _resolve_graph(model: Any) -> Graph:
+    if isinstance(model, Graph):
+        return model
+    if isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"no model file at {path!r}")
+        from .. import formats  # the formats layer sits above the core: import it lazily
+
+        model = formats.load(path)
+    graph = getattr(model, "graph", None)
+    if isinstance(graph, Graph):
+        return graph
+    raise OneModelError(f"Session needs a TracedModel, a Graph or a model file path, got "
+                        f"{type(model).__name__}")
+
+
+class Session:
+    """A graph ready to run: optimised at ``optimization`` and compiled by ``backend``.
+
+    ``om.Session(traced_or_path, backend="numpy", optimization="all", **backend_options)``;
+    ``disabled=`` names passes to skip. ``run`` may be called from several threads at once.
+    """
+
+    def __init__(self, model: Any, backend: str = "numpy", optimization: str = "all", *,
+                 disabled: Sequence[str] = (), **backend_options: Any) -> None:
+        from ..registry import REGISTRY
+        from ..passes import optimize
+
+        graph = _resolve_graph(model)
+        table = REGISTRY.tables().backends
+        if backend not in table:
+            raise OneModelError(f"unknown backend {backend!r}; installed backends: "
+                                f"{', '.join(sorted(table)) or 'none'}")
+        if optimization not in LEVELS:
+            raise OneModelError(f"unknown optimization level {optimization!r}; the levels are "
+                                f"{', '.join(map(repr, LEVELS))}")
+        self.graph = graph
+        self.backend = backend
+        self.optimization = optimization
+        self.optimized_graph = optimize(graph, optimization, disabled=disabled)
+        bdef = table[backend]
+        try:
+            impl = bdef.create(**backend_options)
+        except TypeError as exc:
+            raise OneModelError(f"backend {backend!r} ({bdef.provider}) rejected the options "
+                                f"{sorted(backend_options)}: {exc}") from exc
+        self._compiled = impl.compile(self.optimized_graph)
+        self._closed = False
+        self._lock = threading.Lock()
+        g = self.optimized_graph
+        self.inputs = [ValueInfo(v.name, v.dtype, tuple(_shape_entry(d) for d in v.shape))
+                       for v in g.inputs]
+        self.outputs = [ValueInfo(o, g.values[v].dtype,
+                                  tuple(_shape_entry(d) for d in g.values[v].shape))
+                        for o, v in g.outputs]
+        self._input_values = list(g.inputs)
+        self._output_set = frozenset(g.output_names)
+        self._all_outputs = tuple(g.output_names)
+
+    # -- feeds ---------------------------------------------------------------------------------
+    def _check_feeds(self, feeds: Mapping) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+        if not isinstance(feeds, Mapping):
+            raise SessionError(f"feeds must be a mapping of input name to Tensor or numpy array, "
+                               f"got {type(feeds).__name__}")
+        expected = [v.name for v in self._input_values]
+        unknown = [k for k in feeds if k not in expected]
+        if unknown:
+            raise SessionError(f"unknown input {unknown[0]!r}; this session's inputs are "
+                               f"{', '.join(map(repr, expected))}")
+        arrays: dict[str, np.ndarray] = {}
+        env: dict[str, int] = {}
+        where: dict[str, tuple[str, int]] = {}
+        derived = []
+        for v in self._input_values:
+            if v.name not in feeds:
+                raise SessionError(f"missing input {v.name!r} ({self._describe(v)}); feed every "
+                                   f"input: {', '.join(map(repr, expected))}")
+            x = feeds[v.name]
+            if isinstance(x, Tensor):
+                arr = x._data
+            elif isinstance(x, np.ndarray):
+                arr = x
+            else:
+                raise SessionError(f"input {v.name!r} must be a Tensor or a numpy array, got "
+                                   f"{type(x).__name__}")
+            if arr.dtype != v.dtype.numpy:
+                raise SessionError(f"input {v.name!r}: expected dtype {v.dtype}, got "
+                                   f"{_dtype_name(arr.dtype)}")
+            if arr.ndim != len(v.shape):
+                raise SessionError(f"input {v.name!r}: expected rank {len(v.shape)} "
+                                   f"{self._shape_text(v)}, got shape {tuple(arr.shape)}")
+            for axis, (d, n) in enumerate(zip(v.shape, arr.shape)):
+                if isinstance(d, Dim):
+                    syms = d.symbols()
+                    name = next(iter(syms)) if len(syms) == 1 else None
+                    if name is not None and d == Dim.symbol(name):
+                        if name in env and env[name] != n:
+                            other, oaxis = where[name]
+                            raise SessionError(
+                                f"input {v.name!r} axis {axis}: symbolic size {name!r} is {n} "
+                                f"here but {env[name]} at input {other!r} axis {oaxis}; one "
+                                f"name must have one size in a run")
+                        env[name] = n
+                        where.setdefault(name, (v.name, axis))
+                    else:
+                        derived.append((v, axis, d, n))
+                elif d != n:
+                    raise SessionError(f"input {v.name!r} axis {axis}: expected size {d} (fixed "
+                                       f"in {self._shape_text(v)}), got {n}")
+            arrays[v.name] = arr
+        for v, axis, d, n in derived:
+            try:
+                want = evaluate(d, env)
+            except SymbolicError:
+                raise SessionError(f"input {v.name!r} axis {axis}: its size {d} depends on an "
+                                   f"axis no input binds") from None
+            if want != n:
+                raise SessionError(f"input {v.name!r} axis {axis}: expected size {d} = {want}, "
+                                   f"got {n}")
+        return arrays, env
+
+    @staticmethod
+    def _shape_text(v) -> str:
+        return "[" + ", ".join(str(d) for d in v.shape) + "]"
+
+    def _describe(self, v) -> str:
+        return f"{v.dtype}{self._shape_text(v)}"
+
+    def _check_output_names(self, output_names) -> tuple[str, ...]:
+        if output_names is None:
+            return self._all_outputs
+        if isinstance(output_names, str):
+            output_names = (output_names,)
+        names = tuple(output_names)
+        for n in names:
+            if n not in self._output_set:
+                raise SessionError(f"unknown output {n!r}; this session's outputs are "
+                                   f"{', '.join(map(repr, self._all_outputs))}")
+        if len(set(names)) != len(names):
+            raise SessionError(f"output_names lists an output twice: {list(names)}")
+        return names
+
+    # -- running -------------------------------------------------------------------------------
+    def run(self, feeds: Mapping, output_names: Sequence[str] | None = None) -> SessionOutputs:
+        """Run on ``feeds`` (input name -> Tensor or numpy array); returns the asked outputs
+        (all when ``output_names`` is None) as a read-only mapping of name -> Tensor."""
+        compiled = self._compiled
+        if compiled is None:
+            raise SessionError("this session is closed; create a new Session to run again")
+        names = self._check_output_names(output_names)
+        arrays, env = self._check_feeds(feeds)
+        results = compiled.run(arrays, env, names)
+        wrap = Tensor._wrap
+        return SessionOutputs({n: wrap(results[n]) for n in names})
+
+    def plan_source(self, feeds: Mapping, output_names: Sequence[str] | None = None) -> str:
+        """The generated Python source of the plan that would run these feeds (for debugging)."""
+        names = self._check_output_names(output_names)
+        _, env = self._check_feeds(feeds)
+        if self._compiled is None:
+            raise SessionError("this session is closed")
+        plan = getattr(self._compiled, "plan", None)
+        if plan is None:
+            raise OneModelError(f"backend {self.backend!r} does not expose its plans")
+        return plan(env, names).source
+
+    def close(self) -> None:
+        """Release the compiled plans; `run` afterwards raises `SessionError`."""
+        with self._lock:
+            self._closed = True
+            self._compiled = None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        ins = ", ".join(map(str, self.inputs))
+        outs = ", ".join(map(str, self.outputs))
+        return (f"Session(backend={self.backend!r}, optimization={self.optimization!r}, "
+                f"inputs=[{ins}], outputs=[{outs}], {state})")
+
+
+def _dtype_name(dt: np.dtype) -> str:
+    try:
+        return str(DType.from_numpy(dt))
+    except OneModelError:
+        return str(dt)
+
+
+__all__ = ["Session", "SessionOutputs", "ValueInfo", "backends", "LEVELS"]
