@@ -80,3 +80,51 @@ def test_onnx_round_trip(tmp_path):
     sess = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
     (out,) = sess.run(None, {"input": x.numpy()})
     np.testing.assert_allclose(out, model(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("opset", [21, 24])
+def test_onnx_export_uses_standard_ops_by_opset(tmp_path, opset):
+    onnx = pytest.importorskip("onnx")
+    traced = om.trace(model, Tensor.randn(DType.F32, 4, 6, seed=2), "batch", None)
+    traced.save_onnx(tmp_path / "m.onnx", opset=opset)
+    types = {n.op_type for n in onnx.load(str(tmp_path / "m.onnx")).graph.node}
+    if opset >= 24:
+        assert {"RMSNormalization", "Swish"} <= types
+        back = om.load_onnx(tmp_path / "m.onnx")
+        assert {n.op for n in back.graph.nodes} >= {"rms_norm", "swish"}
+    else:
+        assert "Sigmoid" in types and "ReduceMean" in types
+    x = Tensor.randn(DType.F32, 3, 6, seed=6)
+    np.testing.assert_allclose(om.load_onnx(tmp_path / "m.onnx")(x).numpy(), model(x).numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_fold_swish_pass_fires_and_keeps_results():
+    def primitive(x):
+        return x * x.sigmoid()
+
+    traced = om.trace(primitive, Tensor.randn(DType.F32, 4, 6, seed=2), "batch", None)
+    assert [n.op for n in traced.graph.nodes] == ["sigmoid", "mul"]
+    with traced.create_session(optimization="all") as s:
+        assert [n.op for n in s.optimized_graph.nodes] == ["swish"]
+        x = Tensor.randn(DType.F32, 7, 6, seed=8)
+        np.testing.assert_allclose(s.run({"input": x})["output"].numpy(), primitive(x).numpy(),
+                                   rtol=1e-5, atol=1e-6)
+    with traced.create_session(optimization="all", disabled=["fold_swish"]) as s:
+        assert "swish" not in [n.op for n in s.optimized_graph.nodes]
+
+
+def test_fold_swish_pass_leaves_other_products_alone():
+    from onemodel_ops_example.passes import fold_swish
+
+    def other(x):
+        return (x + 1.0) * x.sigmoid()
+
+    graph = om.trace(other, Tensor.randn(DType.F32, 4, 6, seed=2), "batch", None).graph
+    assert fold_swish(graph) is graph
+
+
+def test_numpy_backend_uses_the_package_kernel():
+    kernels = om.registry.kernels()
+    assert ("numpy", "swish") in kernels
+    assert kernels[("numpy", "swish")].provider.startswith("onemodel-ops-example")
