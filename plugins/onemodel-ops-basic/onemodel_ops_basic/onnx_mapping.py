@@ -10,7 +10,7 @@ import numpy as np
 
 from onemodel.core import DType, Dim
 from onemodel.core.types import numel
-from onemodel.formats.onnx_lowering import (INT64_MAX, INT64_MIN, export_chain,
+from onemodel.formats.onnx_lowering import (INT64_MAX, export_chain,
                                             export_elementwise, import_binary, import_unary,
                                             import_variadic, scalar_const, slice_bounds)
 from onemodel.registry import OnnxSpec
@@ -39,6 +39,15 @@ def _import_div(ctx, node):
     if ctx.type(out).dtype != want:  # ONNX integer Div truncates; cast truncates toward zero
         out = ctx.emit("cast", [out], dtype=want)
     return [out]
+
+
+def _export_relu(ctx, node):
+    (x,) = ctx.inputs(node)
+    t = ctx.output_types(node)[0]
+    if t.dtype.is_float:
+        ctx.make_node("Relu", [x], ctx.outputs(node))
+    else:  # integer Relu is in the spec, but runtimes rarely implement it: max(x, 0)
+        ctx.make_node("Max", [x, scalar_const(ctx, 0, t.dtype)], ctx.outputs(node))
 
 
 def _export_not_equal(ctx, node):
@@ -427,11 +436,46 @@ def _export_argmax(ctx, node):
 
 
 def _import_argmax(ctx, node):
-    if node.attr("select_last_index", 0):
-        ctx.unsupported("ArgMax with select_last_index=1")
     x = node.inputs[0]
-    return [ctx.emit("argmax", [x], axis=node.attr("axis", 0),
-                     keepdims=bool(node.attr("keepdims", 1)))]
+    axis = node.attr("axis", 0)
+    keep = bool(node.attr("keepdims", 1))
+    if not node.attr("select_last_index", 0):
+        return [ctx.emit("argmax", [x], axis=axis, keepdims=keep)]
+    # the last maximum: argmax of the reversed axis, counted from the end
+    shape = ctx.type(x).shape
+    axis %= len(shape)
+    index = [("slice", None, None, None)] * len(shape)
+    index[axis] = ("slice", None, None, -1)
+    rev = ctx.emit("index", [x], index=tuple(index))
+    am = ctx.emit("argmax", [rev], axis=axis, keepdims=keep)
+    n = shape[axis]
+    if isinstance(n, Dim):
+        ctx.unsupported("ArgMax select_last_index=1 over a symbolic axis")
+    return [ctx.emit("sub", [np.array(n - 1, dtype=np.int64), am])]
+
+
+def _import_logical(op, onnx_type):
+    def rule(ctx, node):
+        a, b = node.inputs[0], node.inputs[1]
+        if ctx.type(a).dtype != DType.BOOL or ctx.type(b).dtype != DType.BOOL:
+            ctx.unsupported(f"{onnx_type} of non-bool tensors")
+        return [ctx.emit(op, [a, b])]
+    return rule
+
+
+def _import_not(ctx, node):
+    x = node.inputs[0]
+    if ctx.type(x).dtype != DType.BOOL:
+        ctx.unsupported("Not of a non-bool tensor")
+    return [ctx.emit("equal", [x, np.array(False)])]
+
+
+def _import_reciprocal(ctx, node):
+    x = node.inputs[0]
+    t = ctx.type(x)
+    if not t.dtype.is_float:
+        ctx.unsupported("Reciprocal of an integer tensor")
+    return [ctx.emit("div", [np.array(1, dtype=t.dtype.numpy), x])]
 
 
 # -- indexing -------------------------------------------------------------------------------------
@@ -587,7 +631,7 @@ def _import_range(ctx, node):
         elif s is not None and s.size == 1:
             vals.append(s.reshape(-1)[0])
         else:
-            ctx.unsupported("Range bounds must be constants or sizes of input axes")
+            ctx.unsupported("Range bounds must be a constant or sizes of input axes")
     dtype = ctx.type(node.inputs[0]).dtype
     return [ctx.emit("arange", [], start=vals[0], stop=vals[1], step=vals[2], dtype=dtype)]
 
@@ -616,10 +660,14 @@ def _import_identity(ctx, node):
 
 
 ONNX = {
-    "add": OnnxSpec(export=_bool_or("Add", "Or"), imports={"Add": import_binary("add")}),
+    "add": OnnxSpec(export=_bool_or("Add", "Or"),
+                    imports={"Add": import_binary("add"), "Sum": import_variadic("add"),
+                             "Or": _import_logical("add", "Or")}),
     "sub": OnnxSpec(export=export_elementwise("Sub"), imports={"Sub": import_binary("sub")}),
-    "mul": OnnxSpec(export=_bool_or("Mul", "And"), imports={"Mul": import_binary("mul")}),
-    "div": OnnxSpec(export=export_elementwise("Div"), imports={"Div": _import_div}),
+    "mul": OnnxSpec(export=_bool_or("Mul", "And"),
+                    imports={"Mul": import_binary("mul"), "And": _import_logical("mul", "And")}),
+    "div": OnnxSpec(export=export_elementwise("Div"),
+                    imports={"Div": _import_div, "Reciprocal": _import_reciprocal}),
     "pow": OnnxSpec(export=export_elementwise("Pow"), imports={"Pow": _import_pow}),
     "maximum": OnnxSpec(export=export_elementwise("Max"),
                         imports={"Max": import_variadic("maximum")}),
@@ -633,13 +681,14 @@ ONNX = {
     "tanh": OnnxSpec(export=export_chain(("Tanh", {})), imports={"Tanh": import_unary("tanh")}),
     "sigmoid": OnnxSpec(export=export_chain(("Sigmoid", {})),
                         imports={"Sigmoid": import_unary("sigmoid")}),
-    "relu": OnnxSpec(export=export_chain(("Relu", {})), imports={"Relu": import_unary("relu")}),
+    "relu": OnnxSpec(export=_export_relu, imports={"Relu": import_unary("relu")}),
     "erf": OnnxSpec(export=export_chain(("Erf", {})), imports={"Erf": import_unary("erf")}),
     "where": OnnxSpec(export=_export_where, imports={"Where": _import_where}),
     "clip": OnnxSpec(export=_export_clip, imports={"Clip": _import_clip}),
     "equal": OnnxSpec(export=export_elementwise("Equal", "promote"),
-                      imports={"Equal": _import_compare("equal")}),
-    "not_equal": OnnxSpec(export=_export_not_equal),
+                      imports={"Equal": _import_compare("equal"), "Not": _import_not}),
+    "not_equal": OnnxSpec(export=_export_not_equal,
+                          imports={"Xor": _import_logical("not_equal", "Xor")}),
     "less": OnnxSpec(export=export_elementwise("Less", "promote"),
                      imports={"Less": _import_compare("less")}),
     "less_equal": OnnxSpec(export=export_elementwise("LessOrEqual", "promote"),

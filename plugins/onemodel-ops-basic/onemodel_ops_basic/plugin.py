@@ -11,10 +11,7 @@ from onemodel.registry import hookimpl
 
 from . import elementwise, factory, index, linalg, reduce, shape
 
-try:
-    from .onnx_mapping import ONNX
-except ImportError:  # the ONNX mappings arrive with the formats work
-    ONNX = {}
+from .onnx_mapping import ONNX
 
 
 def all_ops():

@@ -11,10 +11,7 @@ from onemodel.registry import hookimpl
 
 from . import activation, attention, conv, ctc, dropout, embedding, linear, losses, norm, pool
 
-try:
-    from .onnx_mapping import ONNX
-except ImportError:  # the ONNX mappings arrive with the formats work
-    ONNX = {}
+from .onnx_mapping import ONNX
 
 
 def all_ops():

@@ -1,0 +1,405 @@
+"""ONNX mappings of the nn ops: ``ONNX = {op_name: OnnxSpec(export=..., imports=...)}``.
+
+``export(ctx, node)`` lowers one OneModel node (ctx API: ``onemodel.formats.onnx_export``);
+``imports[onnx_type](ctx, node)`` turns one ONNX node into OneModel nodes (ctx API:
+``onemodel.formats.onnx_import``). plugin.py attaches each entry to its op record.
+Import rules may emit basic ops by name (``transpose``, ``reshape``...) through ``ctx.emit``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from onemodel.core import DType, Dim
+from onemodel.core.types import numel
+from onemodel.formats.onnx_lowering import scalar_const
+from onemodel.registry import OnnxSpec
+
+
+def _pair(v):
+    if isinstance(v, (tuple, list)):
+        return tuple(int(x) for x in v)
+    return (int(v), int(v))
+
+
+def _cast_all(ctx, node, dtype):
+    return [ctx.cast(n, t.dtype, dtype) if t is not None else n
+            for n, t in zip(ctx.inputs(node), ctx.input_types(node))]
+
+
+# -- linear ---------------------------------------------------------------------------------------
+def _export_linear(ctx, node):
+    out = ctx.output_types(node)[0]
+    x, w, b = (_cast_all(ctx, node, out.dtype) + [""])[:3]
+    xt = ctx.input_types(node)[0]
+    if len(xt.shape) == 2:
+        ctx.make_node("Gemm", [x, w] + ([b] if b else []), ctx.outputs(node), transB=1)
+        return
+    wt = ctx.make_node("Transpose", [w], name="weight_t", perm=[1, 0])
+    if b:
+        y = ctx.make_node("MatMul", [x, wt], name="matmul")
+        ctx.make_node("Add", [y, b], ctx.outputs(node))
+    else:
+        ctx.make_node("MatMul", [x, wt], ctx.outputs(node))
+
+
+def _import_gemm(ctx, node):
+    a, b = node.inputs[0], node.inputs[1]
+    c = node.input(2)
+    alpha, beta = node.attr("alpha", 1.0), node.attr("beta", 1.0)
+    if node.attr("transA", 0):
+        a = ctx.emit("transpose", [a], axis0=0, axis1=1)
+    if not node.attr("transB", 0):
+        b = ctx.emit("transpose", [b], axis0=0, axis1=1)  # folds when b is a constant
+    bias = None
+    if c and beta != 0:
+        ct = ctx.type(c)
+        out_n = ctx.type(b).shape[0]
+        if len(ct.shape) == 1 and beta == 1.0 and (isinstance(ct.shape[0], Dim)
+                                                    or ct.shape[0] != 1 or out_n == 1):
+            bias = c
+    y = ctx.emit("linear", [a, b, bias] if bias is not None else [a, b])
+    if alpha != 1.0:
+        y = ctx.emit("mul", [y, np.array(alpha, dtype=ctx.type(y).dtype.numpy)])
+    if c and beta != 0 and bias is None:
+        cc = c if beta == 1.0 else ctx.emit("mul", [c, np.array(beta, ctx.type(c).dtype.numpy)])
+        y = ctx.emit("add", [y, cc])
+    return [y]
+
+
+# -- conv / pool ----------------------------------------------------------------------------------
+def _export_conv(ctx, node):
+    out = ctx.output_types(node)[0]
+    ins = _cast_all(ctx, node, out.dtype)
+    while ins and not ins[-1]:
+        ins.pop()
+    wt = ctx.input_types(node)[1]
+    p = node.params
+    ph, pw = _pair(p["padding"])
+    ctx.make_node("Conv", ins, ctx.outputs(node),
+                  kernel_shape=[int(d) for d in wt.shape[2:]], strides=list(_pair(p["stride"])),
+                  pads=[ph, pw, ph, pw], dilations=list(_pair(p["dilation"])),
+                  group=int(p["groups"]))
+
+
+def _auto_pads(ctx, node, spatial, kernel, strides, dilations):
+    mode = node.attr("auto_pad", "NOTSET")
+    n = len(kernel)
+    if mode in ("NOTSET", ""):
+        pads = node.attr("pads") or [0] * (2 * n)
+    elif mode == "VALID":
+        pads = [0] * (2 * n)
+    else:
+        pads = [0] * (2 * n)
+        for i in range(n):
+            size = spatial[i]
+            if isinstance(size, Dim):
+                ctx.unsupported(f"auto_pad={mode} on a symbolic spatial size")
+            out = -(-size // strides[i])
+            total = max(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - size)
+            lo = total // 2 if mode == "SAME_UPPER" else total - total // 2
+            pads[i], pads[i + n] = lo, total - lo
+    begin, end = pads[:n], pads[n:]
+    if begin != end:
+        ctx.unsupported(f"asymmetric pads {pads}")
+    return begin
+
+
+def _import_conv(ctx, node):
+    x, w = node.inputs[0], node.inputs[1]
+    b = node.input(2) or None
+    xt, wt = ctx.type(x), ctx.type(w)
+    if len(xt.shape) not in (3, 4):
+        ctx.unsupported(f"a {len(xt.shape) - 2}-D convolution (conv2d and 1-D are supported)")
+    n = len(xt.shape) - 2
+    kernel = node.attr("kernel_shape") or [int(d) for d in wt.shape[2:]]
+    strides = node.attr("strides") or [1] * n
+    dilations = node.attr("dilations") or [1] * n
+    pads = _auto_pads(ctx, node, xt.shape[2:], kernel, strides, dilations)
+    group = node.attr("group", 1)
+    if n == 1:
+        x = ctx.emit("unsqueeze", [x], axis=2)
+        w = ctx.emit("unsqueeze", [w], axis=2)
+        strides, dilations, pads = [1] + strides, [1] + dilations, [0] + pads
+    y = ctx.emit("conv2d", [x, w, b], stride=tuple(strides), padding=tuple(pads),
+                 dilation=tuple(dilations), groups=group)
+    if n == 1:
+        y = ctx.emit("squeeze", [y], axis=(2,))
+    return [y]
+
+
+def _export_pool(onnx_type, **extra):
+    def export(ctx, node):
+        (x,) = ctx.inputs(node)
+        p = node.params
+        k = _pair(p["kernel_size"])
+        s = _pair(p["stride"] if p.get("stride") not in (None, ()) else p["kernel_size"])
+        ph, pw = _pair(p["padding"])
+        ctx.make_node(onnx_type, [x], ctx.outputs(node), kernel_shape=list(k), strides=list(s),
+                      pads=[ph, pw, ph, pw], **extra)
+
+    return export
+
+
+def _import_pool(op, onnx_type):
+    def rule(ctx, node):
+        x = node.inputs[0]
+        xt = ctx.type(x)
+        if len(xt.shape) not in (3, 4):
+            ctx.unsupported(f"{onnx_type} on a rank-{len(xt.shape)} input (1-D and 2-D pooling "
+                            f"only)")
+        if len([o for o in node.outputs if o]) > 1:
+            ctx.unsupported(f"{onnx_type} with an Indices output")
+        if node.attr("ceil_mode", 0):
+            ctx.unsupported("ceil_mode=1")
+        if any(d != 1 for d in node.attr("dilations") or [1, 1]):
+            ctx.unsupported("dilated pooling")
+        if node.attr("storage_order", 0):
+            ctx.unsupported("storage_order=1")
+        k = list(node.attr("kernel_shape"))
+        n = len(k)
+        s = list(node.attr("strides") or [1] * n)
+        pads = _auto_pads(ctx, node, xt.shape[2:], k, s, [1] * n)
+        if any(p > kk // 2 for p, kk in zip(pads, k)):
+            ctx.unsupported(f"padding {pads} larger than half the kernel {k}")
+        if op == "avg_pool2d" and any(pads) and not node.attr("count_include_pad", 0):
+            ctx.unsupported("AveragePool with count_include_pad=0 and padding")
+        if n == 1:
+            x = ctx.emit("unsqueeze", [x], axis=2)
+            k, s, pads = [1] + k, [1] + s, [0] + pads
+        y = ctx.emit(op, [x], kernel_size=tuple(k), stride=tuple(s), padding=tuple(pads))
+        if n == 1:
+            y = ctx.emit("squeeze", [y], axis=(2,))
+        return [y]
+
+    return rule
+
+
+def _import_global_pool(op):
+    def rule(ctx, node):
+        x = node.inputs[0]
+        xt = ctx.type(x)
+        axes = tuple(range(2, len(xt.shape)))
+        return [ctx.emit(op, [x], axis=axes, keepdims=True)]
+
+    return rule
+
+
+# -- normalization --------------------------------------------------------------------------------
+def _export_batch_norm(ctx, node):
+    if node.params.get("training"):
+        ctx.unsupported(node, "batch_norm in training mode")
+    out = ctx.output_types(node)[0]
+    x, mean, var, w, b = (_cast_all(ctx, node, out.dtype) + [""] * 5)[:5]
+    c = ctx.input_types(node)[0].shape[1]
+    if not w or not b:
+        if isinstance(c, Dim):
+            ctx.unsupported(node, "batch_norm without weight/bias on a symbolic channel axis")
+        w = w or ctx.const(np.ones(c, out.dtype.numpy), hint="bn_scale")
+        b = b or ctx.const(np.zeros(c, out.dtype.numpy), hint="bn_bias")
+    ctx.make_node("BatchNormalization", [x, w, b, mean, var], ctx.outputs(node),
+                  epsilon=float(node.params["eps"]))
+
+
+def _import_batch_norm(ctx, node):
+    if node.attr("training_mode", 0) or len([o for o in node.outputs if o]) > 1:
+        ctx.unsupported("BatchNormalization in training mode")
+    x, scale, bias, mean, var = node.inputs[:5]
+    return [ctx.emit("batch_norm", [x, mean, var, scale, bias], training=False,
+                     eps=node.attr("epsilon", 1e-5))]
+
+
+def _export_layer_norm(ctx, node):
+    out = ctx.output_types(node)[0]
+    x, w, b = (_cast_all(ctx, node, out.dtype) + ["", ""])[:3]
+    ns = tuple(node.params["normalized_shape"])
+    if not w:
+        if any(isinstance(d, Dim) for d in ns):
+            ctx.unsupported(node, "layer_norm without weight over symbolic axes")
+        w = ctx.const(np.ones(ns, out.dtype.numpy), hint="ln_scale")
+    ins = [x, w] + ([b] if b else [])
+    ctx.make_node("LayerNormalization", ins, ctx.outputs(node), axis=-len(ns),
+                  epsilon=float(node.params["eps"]))
+
+
+def _import_layer_norm(ctx, node):
+    x = node.inputs[0]
+    shape = ctx.type(x).shape
+    r = len(shape)
+    if "_axes" in node.attrs:  # fused from the decomposed pattern
+        axes = sorted(a % r for a in node.attrs["_axes"])
+        if axes != list(range(r - len(axes), r)):
+            ctx.unsupported(f"layer norm over non-trailing axes {axes}")
+        axis = r - len(axes)
+    else:
+        axis = node.attr("axis", -1) % r
+    ns = tuple(shape[axis:])
+    scale = node.input(1) or None
+    bias = node.input(2) or None
+    if scale is not None and tuple(ctx.type(scale).shape) != ns:
+        sh = ctx.type(scale).shape
+        if numel(sh) != numel(ns) or any(isinstance(d, Dim) for d in sh):
+            ctx.unsupported(f"scale of shape {list(sh)} for normalized shape {list(ns)}")
+        scale = ctx.emit("reshape", [scale], shape=ns)
+    if bias is not None and tuple(ctx.type(bias).shape) != ns:
+        sh = ctx.type(bias).shape
+        if numel(sh) != numel(ns) or any(isinstance(d, Dim) for d in sh):
+            ctx.unsupported(f"bias of shape {list(sh)} for normalized shape {list(ns)}")
+        bias = ctx.emit("reshape", [bias], shape=ns)
+    eps = node.attr("epsilon", 1e-5)
+    y = ctx.emit("layer_norm", [x, scale, bias], normalized_shape=ns, eps=eps)
+    if len([o for o in node.outputs if o]) == 1:
+        return [y]
+    # Mean and InvStdDev (in the stash type, f32 by default), reduced axes kept
+    from onemodel.formats.onnx_import import ONNX_TO_DTYPE
+
+    stash = ONNX_TO_DTYPE.get(node.attr("stash_type", 1), DType.F32)
+    xs = ctx.emit("cast", [x], dtype=stash) if ctx.type(x).dtype != stash else x
+    axes = tuple(range(axis, r))
+    mean = ctx.emit("mean", [xs], axis=axes, keepdims=True)
+    d = ctx.emit("sub", [xs, mean])
+    var = ctx.emit("mean", [ctx.emit("mul", [d, d])], axis=axes, keepdims=True)
+    std = ctx.emit("sqrt", [ctx.emit("add", [var, np.array(eps, dtype=stash.numpy)])])
+    inv = ctx.emit("div", [np.array(1, dtype=stash.numpy), std])
+    return [y, mean, inv]
+
+
+# -- activations ----------------------------------------------------------------------------------
+def _export_softmax(onnx_type):
+    def export(ctx, node):
+        (x,) = ctx.inputs(node)
+        out = ctx.output_types(node)[0]
+        x = ctx.cast(x, ctx.input_types(node)[0].dtype, out.dtype)
+        ctx.make_node(onnx_type, [x], ctx.outputs(node), axis=int(node.params["axis"]))
+
+    return export
+
+
+def _import_softmax(op):
+    def rule(ctx, node):
+        x = node.inputs[0]
+        shape = ctx.type(x).shape
+        r = len(shape)
+        if ctx.opset >= 13:
+            return [ctx.emit(op, [x], axis=node.attr("axis", -1))]
+        axis = node.attr("axis", 1) % max(r, 1)
+        if axis == r - 1:
+            return [ctx.emit(op, [x], axis=-1)]
+        flat = ctx.emit("reshape", [x], shape=(numel(shape[:axis]), numel(shape[axis:])))
+        y = ctx.emit(op, [flat], axis=-1)
+        return [ctx.emit("reshape", [y], shape=tuple(shape))]
+
+    return rule
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _export_gelu(ctx, node):
+    (x,) = ctx.inputs(node)
+    out = ctx.output_types(node)[0]
+    x = ctx.cast(x, ctx.input_types(node)[0].dtype, out.dtype)
+    approx = node.params.get("approximate", "none")
+    if ctx.opset >= 20:
+        ctx.make_node("Gelu", [x], ctx.outputs(node), approximate=approx)
+        return
+    dt = out.dtype
+
+    def c(v):
+        return scalar_const(ctx, v, dt)
+
+    if approx == "tanh":
+        x3 = ctx.make_node("Mul", [ctx.make_node("Mul", [x, x], name="gelu"), x], name="gelu")
+        inner = ctx.make_node("Add", [x, ctx.make_node("Mul", [x3, c(0.044715)], name="gelu")],
+                              name="gelu")
+        t = ctx.make_node("Tanh", [ctx.make_node("Mul", [inner, c(_SQRT_2_OVER_PI)],
+                                                 name="gelu")], name="gelu")
+    else:
+        t = ctx.make_node("Erf", [ctx.make_node("Div", [x, c(math.sqrt(2.0))], name="gelu")],
+                          name="gelu")
+    one_plus = ctx.make_node("Add", [t, c(1.0)], name="gelu")
+    half_x = ctx.make_node("Mul", [x, c(0.5)], name="gelu")
+    ctx.make_node("Mul", [half_x, one_plus], ctx.outputs(node))
+
+
+def _import_gelu(ctx, node):
+    return [ctx.emit("gelu", [node.inputs[0]], approximate=node.attr("approximate", "none"))]
+
+
+def _export_dropout(ctx, node):
+    if node.params.get("training") and node.params.get("p", 0) > 0:
+        ctx.unsupported(node, "dropout in training mode")
+    ctx.make_node("Identity", ctx.inputs(node)[:1], ctx.outputs(node))
+
+
+def _import_dropout(ctx, node):
+    x = node.inputs[0]
+    if node.input(2):
+        mode = ctx.const(node.input(2))
+        if mode is None or bool(np.asarray(mode).reshape(-1)[0]):
+            ratio = ctx.const(node.input(1)) if node.input(1) else np.array(0.5)
+            if ratio is None or float(np.asarray(ratio).reshape(-1)[0]) != 0.0:
+                ctx.unsupported("Dropout in training mode")
+    results = [ctx.entry(x)]
+    if len(node.outputs) > 1 and node.outputs[1]:
+        results.append(ctx.emit("full", [], shape=tuple(ctx.type(x).shape), value=True,
+                                dtype=DType.BOOL))
+    return results
+
+
+def _export_embedding(ctx, node):
+    idx, w = ctx.inputs(node)
+    ctx.make_node("Gather", [w, idx], ctx.outputs(node), axis=0)
+
+
+def _export_sdpa(ctx, node):
+    out = ctx.output_types(node)[0]
+    q, k, v, mask = (_cast_all(ctx, node, out.dtype) + [""] * 4)[:4]
+    q_t, k_t = ctx.input_types(node)[0], ctx.input_types(node)[1]
+    mask_t = ctx.input_types(node)[3] if len(node.inputs) > 3 else None
+    e = q_t.shape[-1]
+    rank = len(k_t.shape)
+    perm = list(range(rank))
+    perm[-1], perm[-2] = perm[-2], perm[-1]
+    kt = ctx.make_node("Transpose", [k], name="attn_kT", perm=perm)
+    scores = ctx.make_node("MatMul", [q, kt], name="attn_scores")
+    if isinstance(e, Dim):
+        ef = ctx.make_node("Cast", [ctx.dim(e)], name="attn_e", to=ctx.onnx_dtype(out.dtype))
+        scale = ctx.make_node("Sqrt", [ef], name="attn_scale")
+        scores = ctx.make_node("Div", [scores, scale], name="attn_scaled")
+    else:
+        scores = ctx.make_node("Mul", [scores, scalar_const(ctx, 1.0 / math.sqrt(int(e)),
+                                                           out.dtype)], name="attn_scaled")
+    if mask:
+        if mask_t.dtype == DType.BOOL:
+            neg = scalar_const(ctx, -np.inf, out.dtype)
+            scores = ctx.make_node("Where", [ctx.inputs(node)[3], scores, neg], name="attn_masked")
+        else:
+            scores = ctx.make_node("Add", [scores, mask], name="attn_masked")
+    attn = ctx.make_node("Softmax", [scores], name="attn_weights", axis=-1)
+    ctx.make_node("MatMul", [attn, v], ctx.outputs(node))
+
+
+ONNX = {
+    "linear": OnnxSpec(export=_export_linear, imports={"Gemm": _import_gemm}),
+    "conv2d": OnnxSpec(export=_export_conv, imports={"Conv": _import_conv}),
+    "max_pool2d": OnnxSpec(export=_export_pool("MaxPool"),
+                           imports={"MaxPool": _import_pool("max_pool2d", "MaxPool"),
+                                    "GlobalMaxPool": _import_global_pool("max")}),
+    "avg_pool2d": OnnxSpec(export=_export_pool("AveragePool", count_include_pad=1),
+                           imports={"AveragePool": _import_pool("avg_pool2d", "AveragePool"),
+                                    "GlobalAveragePool": _import_global_pool("mean")}),
+    "batch_norm": OnnxSpec(export=_export_batch_norm,
+                           imports={"BatchNormalization": _import_batch_norm}),
+    "layer_norm": OnnxSpec(export=_export_layer_norm,
+                           imports={"LayerNormalization": _import_layer_norm}),
+    "softmax": OnnxSpec(export=_export_softmax("Softmax"),
+                        imports={"Softmax": _import_softmax("softmax")}),
+    "log_softmax": OnnxSpec(export=_export_softmax("LogSoftmax"),
+                            imports={"LogSoftmax": _import_softmax("log_softmax")}),
+    "gelu": OnnxSpec(export=_export_gelu, imports={"Gelu": _import_gelu}),
+    "dropout": OnnxSpec(export=_export_dropout, imports={"Dropout": _import_dropout}),
+    "embedding": OnnxSpec(export=_export_embedding),
+    "scaled_dot_product_attention": OnnxSpec(export=_export_sdpa),
+}

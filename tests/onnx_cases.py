@@ -1,0 +1,230 @@
+"""ONNX backend node test cases, run through `load_onnx` and a OneModel Session.
+
+Used by tests/test_onnx_conformance.py and tools/onnx_conformance_report.py. Two layouts:
+onnx >= 1.15 builds the cases in memory (``load_model_tests(kind="node")`` gives ``model`` and
+``data_sets``); older releases ship folders ``onnx/backend/test/data/node/<case>/`` holding
+``model.onnx`` and ``test_data_set_N/{input,output}_K.pb``.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: claimed cases that fail, with the reason (kept honest by xfail(strict=True))
+KNOWN_FAILURES: dict[str, str] = {}
+
+
+@dataclass
+class Case:
+    name: str
+    model: object  # onnx.ModelProto
+    data_sets: list  # [(inputs list, outputs list)]
+    rtol: float = 1e-3
+    atol: float = 1e-7
+    op_types: set = field(default_factory=set)
+
+
+def _read_pb(path):
+    import onnx
+
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return onnx.numpy_helper.to_array(t)
+
+
+def _from_folder(model_dir: str):
+    import onnx
+
+    model = onnx.load(os.path.join(model_dir, "model.onnx"))
+    sets = []
+    for d in sorted(glob.glob(os.path.join(model_dir, "test_data_set_*"))):
+        ins = [_read_pb(p) for p in sorted(glob.glob(os.path.join(d, "input_*.pb")),
+                                           key=lambda p: int(p.rsplit("_", 1)[1][:-3]))]
+        outs = [_read_pb(p) for p in sorted(glob.glob(os.path.join(d, "output_*.pb")),
+                                            key=lambda p: int(p.rsplit("_", 1)[1][:-3]))]
+        sets.append((ins, outs))
+    return model, sets
+
+
+def _op_types(graph) -> set:
+    out = set()
+    for n in graph.node:
+        out.add(n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}")
+        for a in n.attribute:
+            if a.g is not None and len(a.g.node):
+                out |= _op_types(a.g)
+            for g in a.graphs:
+                out |= _op_types(g)
+    return out
+
+
+_CACHE: list | None = None
+
+
+def load_cases() -> list[Case]:
+    """Every node test case of the installed onnx (cached)."""
+    global _CACHE
+    if _CACHE is not None:
+        return _CACHE
+    from onnx.backend.test.loader import load_model_tests
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            raw = load_model_tests(kind="node")
+    cases = []
+    for t in raw:
+        model = getattr(t, "model", None)
+        sets = getattr(t, "data_sets", None)
+        if model is None or sets is None:
+            model_dir = getattr(t, "model_dir", None)
+            if not model_dir or not os.path.isdir(model_dir):
+                continue
+            model, sets = _from_folder(model_dir)
+        cases.append(Case(t.name, model, [(list(i), list(o)) for i, o in sets],
+                          getattr(t, "rtol", 1e-3), getattr(t, "atol", 1e-7),
+                          _op_types(model.graph)))
+    _CACHE = sorted(cases, key=lambda c: c.name)
+    return _CACHE
+
+
+def base_op(case: Case) -> str:
+    """The op type a case tests: its single node's type; for a multi-node case (an ``_expanded``
+    function body) the op of the single-node case its name extends."""
+    g = case.model.graph
+    if len(g.node) == 1:
+        return g.node[0].op_type
+    singles = _single_ops()
+    name = case.name
+    while name:
+        if name in singles:
+            return singles[name]
+        if "_" not in name:
+            break
+        name = name.rsplit("_", 1)[0]
+    return "?"
+
+
+_SINGLES: dict | None = None
+
+
+def _single_ops() -> dict:
+    global _SINGLES
+    if _SINGLES is None:
+        _SINGLES = {c.name: c.model.graph.node[0].op_type for c in load_cases()
+                    if len(c.model.graph.node) == 1}
+    return _SINGLES
+
+
+class Skip(Exception):
+    pass
+
+
+def _array(x):
+    import onnx
+
+    if isinstance(x, onnx.TensorProto):
+        return onnx.numpy_helper.to_array(x)
+    return np.asarray(x)
+
+
+_STATIC_HINTS = ("must be a constant", "computed from data at run time")
+
+
+def _freeze_inputs(model, inputs):
+    """A copy of ``model`` whose small integer inputs (and scalar float ones) are initializers
+    holding the data set's values: ONNX feeds shapes, axes and bounds as inputs, OneModel keeps
+    them as static params."""
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    inits = {t.name for t in m.graph.initializer}
+    names = [vi.name for vi in m.graph.input if vi.name not in inits]
+    frozen = []
+    for name, arr in zip(names, inputs):
+        arr = _array(arr)
+        if (arr.dtype.kind in "iu" and arr.size <= 64) or (arr.dtype.kind == "f" and arr.size == 1):
+            m.graph.initializer.append(onnx.numpy_helper.from_array(arr, name))
+            frozen.append(name)
+    keep = [vi for vi in m.graph.input if vi.name not in frozen]
+    del m.graph.input[:]
+    m.graph.input.extend(keep)
+    return m, frozen
+
+
+def run_case(case: Case, backend: str | None = None) -> str:
+    """Import and run one case; raises Skip(reason) for what OneModel does not claim, an
+    AssertionError or another exception for a wrong result. Returns a note: "" or the inputs
+    that were frozen into constants (see `_freeze_inputs`)."""
+    from onemodel.formats.onnx_import import OnnxUnsupportedError, claimed_op_types
+
+    claimed = claimed_op_types()
+    missing = sorted(case.op_types - claimed)
+    if missing:
+        raise Skip(f"op(s) not claimed: {', '.join(missing)}")
+    note = ""
+    try:
+        _run_sets(case, case.model, case.data_sets, backend)
+    except OnnxUnsupportedError as exc:
+        if not any(h in str(exc) for h in _STATIC_HINTS):
+            raise Skip(f"unsupported: {str(exc).split(': ', 1)[-1]}") from None
+        for inputs, expected in case.data_sets:
+            model, frozen = _freeze_inputs(case.model, inputs)
+            if not frozen:
+                raise Skip(f"unsupported: {str(exc).split(': ', 1)[-1]}") from None
+            try:
+                _run_sets(case, model, [(inputs, expected)], backend, skip=set(frozen))
+            except OnnxUnsupportedError as exc2:
+                raise Skip(f"unsupported: {str(exc2).split(': ', 1)[-1]}") from None
+            note = "constant inputs: " + ", ".join(frozen)
+    return note
+
+
+def _run_sets(case: Case, model, data_sets, backend, skip=frozenset()) -> None:
+    from onemodel.formats.onnx_import import from_onnx
+
+    graph = from_onnx(model, label=case.name)
+    inits = {t.name for t in case.model.graph.initializer}
+    in_names = [vi.name for vi in case.model.graph.input if vi.name not in inits]
+    out_names = [vi.name for vi in case.model.graph.output]
+    if backend is None:
+        from onemodel.core.interpreter import run_graph
+
+        def run(feeds):
+            return run_graph(graph, feeds)
+    else:
+        import onemodel as om
+
+        session = om.Session(graph, backend=backend, optimization="all")
+
+        def run(feeds):
+            res = session.run(feeds)
+            return {k: v.numpy() for k, v in res.items()}
+    for inputs, expected in data_sets:
+        feeds = {name: _array(arr) for name, arr in zip(in_names, inputs) if name not in skip}
+        with np.errstate(all="ignore"):
+            got = run(feeds)
+        for name, want in zip(out_names, expected):
+            want = _array(want)
+            have = np.asarray(got[name])
+            assert have.shape == want.shape, f"{name}: shape {have.shape} != {want.shape}"
+            assert have.dtype == want.dtype, f"{name}: dtype {have.dtype} != {want.dtype}"
+            if want.dtype.kind in "fc":
+                np.testing.assert_allclose(have, want, rtol=case.rtol, atol=case.atol,
+                                           err_msg=name)
+            else:
+                np.testing.assert_array_equal(have, want, err_msg=name)
+
+
+def cases_for_claimed() -> list[Case]:
+    """Cases whose base op type is claimed by the import (expanded variants included)."""
+    from onemodel.formats.onnx_import import claimed_op_types
+
+    claimed = claimed_op_types()
+    return [c for c in load_cases() if base_op(c) in claimed]
