@@ -230,3 +230,19 @@ def test_graph_verify_catches_problems():
     unknown = g.replace(nodes=g.nodes[:-1] + (Node("no_such_op", g.nodes[-1].inputs, g.nodes[-1].outputs),))
     with pytest.raises(om.GraphError, match="no_such_op"):
         unknown.verify()
+
+
+def test_unused_recorded_work_is_pruned():
+    def fn(x):
+        Tensor.zeros(DType.F32, x.shape[0], 3)  # made and never used
+        unused = x * 3.0  # noqa: F841
+        return x + 1.0
+
+    traced = om.trace(fn, ex(4, 3), "batch", None)
+    assert [n.op for n in traced.graph.nodes] == ["add"]
+    with om.Tracer() as tracer:
+        t = tracer.input("input", ex(4, 3), "batch", None)
+        t * 2.0
+        tracer.output("output", t + 1.0)
+        traced = tracer.finish()
+    assert [n.op for n in traced.graph.nodes] == ["add"]

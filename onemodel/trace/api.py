@@ -6,7 +6,8 @@ from typing import Callable
 from ..core.tensor import Tensor
 from ..errors import TraceException
 from .check import check_trace
-from .tracer import Tracer
+from .traced_model import TracedModel
+from .tracer import Tracer, prune_unused
 
 
 def _outputs(result) -> list[tuple[str, Tensor]]:
@@ -31,7 +32,7 @@ def trace(fn: Callable, example, *axis_names, check: bool = True, input_name: st
         result = fn(x)
         for name, t in _outputs(result):
             tracer.output(name, t)
-        traced = tracer.finish()
+        traced = tracer.finish(prune=False)
     except BaseException:
         tracer.abort()
         raise
@@ -42,7 +43,7 @@ def trace(fn: Callable, example, *axis_names, check: bool = True, input_name: st
 
         check_trace(traced.graph, run_eager, tracer.examples, tracer.env,
                     ints_read_as_axes=tracer.ints_read_as_axes)
-    return traced
+    return TracedModel(prune_unused(traced.graph))
 
 
 def trace_module(module, example, *axis_names, check: bool = True):

@@ -30,6 +30,24 @@ def _where() -> str:
     return f"\n  at {frame}" if frame else ""
 
 
+def prune_unused(graph):
+    """The graph without pure nodes whose outputs nothing uses."""
+    from ..core.graph import rebuild
+    from ..registry import REGISTRY
+
+    ops = REGISTRY.tables().ops
+    needed = {v for _, v in graph.outputs}
+    keep = []
+    for node in reversed(graph.nodes):
+        op = ops.get(node.op)
+        if any(o in needed for o in node.outputs) or (op is not None and not op.pure):
+            keep.append(node)
+            needed.update(i for i in node.inputs if i is not None)
+    if len(keep) == len(graph.nodes):
+        return graph
+    return rebuild(graph, reversed(keep))
+
+
 class Tracer:
     """Records a function into a graph. Use `om.trace` for one input and one output; use a
     Tracer directly for other names or several inputs and outputs::
@@ -170,8 +188,10 @@ class Tracer:
             raise TraceException(f"output name {name!r} is used twice")
         self.outputs.append((name, self._value_of(tensor)))
 
-    def finish(self):
-        """Stop recording and return the TracedModel."""
+    def finish(self, prune: bool = True):
+        """Stop recording and return the TracedModel. ``prune`` drops recorded nodes whose
+        results nothing uses (a tensor made and never used); `om.trace` prunes after its check,
+        which compares the graph with the eager run node by node."""
         from .traced_model import TracedModel
 
         self._deactivate()
@@ -184,7 +204,7 @@ class Tracer:
                                      f"during the trace; module state must not change while "
                                      f"tracing")
         graph = self._named_graph()
-        return TracedModel(graph)
+        return TracedModel(prune_unused(graph) if prune else graph)
 
     def _named_graph(self):
         """Rename the values that produce outputs after the outputs (``%output``)."""
