@@ -1,7 +1,9 @@
-"""OneModel's demo: train a small CNN on procedurally drawn, noisy 12x12 digit glyphs.
+"""OneModel's demo: train a small CNN on procedurally drawn, noisy 12x12 digit glyphs, then
+trace it with a symbolic batch, save it as .onemodel and .onnx, reload both and serve them in
+sessions on every backend.
 
 Run it with ``python -m onemodel.demo`` (``--help`` for the options). Every step is a function —
-`make_dataset`, `build_model`, `train`, `evaluate` — so other demos can reuse them.
+`make_dataset`, `build_model`, `train`, `evaluate`, `deploy` — so other demos can reuse them.
 
 The glyphs are seven-segment digits drawn with a random position, slant, stroke width and
 brightness, then buried in Gaussian noise and random specks, so a linear model cannot read them
@@ -182,6 +184,86 @@ def train(model: om.nn.NnModule, data: Dataset, epochs: int = 10, batch_size: in
     return history
 
 
+def _accuracy_of(run, x: np.ndarray, y: np.ndarray, batch_size: int = 500) -> float:
+    correct = 0
+    for i in range(0, len(x), batch_size):
+        scores = run(x[i:i + batch_size])
+        correct += int((scores.argmax(axis=1) == y[i:i + batch_size]).sum())
+    return correct / max(len(x), 1)
+
+
+def _median_ms(fn, repeat: int) -> float:
+    fn()  # warm-up (plans are compiled on first use)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * float(np.median(times))
+
+
+def deploy(model: om.nn.NnModule, data: Dataset, out_dir: str, repeat: int = 30) -> list[dict]:
+    """Trace ``model`` with a symbolic batch, save .onemodel and .onnx into ``out_dir``, reload
+    both, and measure accuracy and latency of eager code, sessions on every backend, the reloaded
+    files and (when installed) ONNX Runtime. Returns one row per way of running the model."""
+    import os
+
+    os.makedirs(out_dir, exist_ok=True)
+    example = Tensor.from_numpy(data.x_test[:5])         # 5: unlike every other size in the model
+    traced = model.trace(example, "batch", None, None, None)
+    om_path = os.path.join(out_dir, "glyphs.onemodel")
+    onnx_path = os.path.join(out_dir, "glyphs.onnx")
+    traced.save(om_path)
+    traced.save_onnx(onnx_path)
+    x1, x64 = data.x_test[:1], data.x_test[:64]
+    model.eval()
+
+    def eager(x):
+        with om.GradMode.no_grad():
+            return model(Tensor.from_numpy(x)).numpy()
+
+    runners = [("eager", "-", eager)]
+    sessions = []
+    for label, source in (("traced", traced), ("reloaded .onemodel", om.load(om_path)),
+                          ("reloaded .onnx", om.load_onnx(onnx_path))):
+        for backend in om.backends():
+            session = source.create_session(backend=backend)
+            sessions.append(session)
+            runners.append((label, backend,
+                            lambda x, s=session: s.run({"input": x})["output"].numpy()))
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        ort = None
+    if ort is not None:
+        ort_session = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+        runners.append(("onnxruntime", ort.__version__,
+                        lambda x: ort_session.run(None, {"input": x})[0]))
+    rows = []
+    for label, backend, run in runners:
+        rows.append({"model": label, "backend": backend,
+                     "accuracy": _accuracy_of(run, data.x_test, data.y_test),
+                     "batch 1 ms": _median_ms(lambda: run(x1), repeat),
+                     "batch 64 ms": _median_ms(lambda: run(x64), max(repeat // 3, 3))})
+    for session in sessions:
+        session.close()
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    eager_1, eager_64 = rows[0]["batch 1 ms"], rows[0]["batch 64 ms"]
+    header = (f"{'model':<20} {'backend':<10} {'accuracy':>8} {'batch 1':>10} {'vs eager':>8} "
+              f"{'batch 64':>10} {'vs eager':>8}")
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(f"{r['model']:<20} {r['backend']:<10} {r['accuracy']:>8.3f} "
+              f"{r['batch 1 ms']:>8.3f}ms {eager_1 / r['batch 1 ms']:>7.1f}x "
+              f"{r['batch 64 ms']:>8.3f}ms {eager_64 / r['batch 64 ms']:>7.1f}x")
+    same = len({round(r["accuracy"], 6) for r in rows}) == 1
+    print(f"accuracy equal everywhere: {'yes' if same else 'NO'}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m onemodel.demo", description=__doc__.split(
         "\n")[0])
@@ -193,6 +275,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--out", default="demo-output",
+                        help="folder for the saved model files (default: demo-output)")
+    parser.add_argument("--no-deploy", action="store_true",
+                        help="stop after training (no trace, files or sessions)")
     args = parser.parse_args(argv)
 
     start = time.perf_counter()
@@ -208,7 +294,15 @@ def main(argv: list[str] | None = None) -> int:
     accuracy = evaluate(model, data.x_test, data.y_test)
     print(f"test accuracy: {accuracy:.3f} (final training loss {history.loss[-1]:.4f}, "
           f"{time.perf_counter() - start:.1f}s)")
-    return 0
+    if args.no_deploy:
+        return 0
+    print("\ntracing with a symbolic batch, saving, reloading, serving in sessions ...")
+    rows = deploy(model, data, args.out)
+    print_table(rows)
+    same = len({round(r["accuracy"], 6) for r in rows}) == 1
+    print(f"\nmodel files left in {args.out}/: glyphs.onemodel, glyphs.onnx "
+          f"({time.perf_counter() - start:.1f}s in all)")
+    return 0 if same else 1
 
 
 if __name__ == "__main__":

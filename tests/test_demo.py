@@ -40,5 +40,18 @@ def test_training_beats_chance_with_a_progress_bar():
 
 def test_main_prints_the_test_accuracy(capsys):
     assert demo.main(["--epochs", "1", "--train-size", "200", "--test-size", "50",
-                      "--quiet"]) == 0
+                      "--quiet", "--no-deploy"]) == 0
     assert "test accuracy:" in capsys.readouterr().out
+
+
+def test_main_deploys_and_every_way_of_running_agrees(capsys, tmp_path):
+    out = tmp_path / "demo-files"
+    assert demo.main(["--epochs", "1", "--train-size", "300", "--test-size", "100", "--quiet",
+                      "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "accuracy equal everywhere: yes" in text
+    for label in ("eager", "traced", "reloaded .onemodel", "reloaded .onnx"):
+        assert label in text
+    for backend in om.backends():
+        assert backend in text
+    assert (out / "glyphs.onemodel").exists() and (out / "glyphs.onnx").exists()
