@@ -251,3 +251,20 @@ def test_plans_are_cached_per_shape_signature(traced):
     s.run({"input": feed((4,), 7)})
     assert len(s._compiled._plans) == 2
     assert "def run(feeds):" in s.plan_source({"input": feed((4,), 2)})
+
+
+def test_session_from_a_path(tmp_path):
+    import onemodel as om
+    from onemodel import DType, Tensor
+
+    traced = om.trace(lambda x: (x * 2.0).relu(), Tensor.randn(DType.F32, 4, 3), "batch", None)
+    traced.save(tmp_path / "m.onemodel")
+    traced.save_onnx(tmp_path / "m.onnx")
+    x = Tensor.randn(DType.F32, 6, 3)
+    for name in ("m.onemodel", "m.onnx"):
+        with om.Session(tmp_path / name) as session:
+            assert session.inputs[0].shape == ("batch", 3)
+            np.testing.assert_allclose(session.run({"input": x})["output"].numpy(), traced(x).numpy())
+    with pytest.raises(FileNotFoundError) as info:
+        om.Session(tmp_path / "missing.onemodel")
+    assert info.value.filename.endswith("missing.onemodel")

@@ -11,6 +11,7 @@ from the middle of the graph.
 """
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from collections.abc import Mapping
@@ -95,10 +96,10 @@ def _resolve_graph(model: Any) -> Graph:
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         if not os.path.exists(path):
-            raise FileNotFoundError(f"no model file at {path!r}")
+            raise FileNotFoundError(errno.ENOENT, "no model file", path)
         from .. import formats  # the formats layer sits above the core: import it lazily
 
-        model = formats.load(path)
+        return formats.load(path)
     graph = getattr(model, "graph", None)
     if isinstance(graph, Graph):
         return graph
