@@ -1,4 +1,4 @@
-"""Every ```python block of docs/**/*.md runs: the blocks of one file run in order, in one
+"""Every ```python block of README.md and docs/**/*.md runs: the blocks of one file run in order, in one
 namespace, in a fresh temporary working directory.
 
 Only fences whose info string is exactly ``python`` run; write ```` ```python skip ```` (or use
@@ -31,7 +31,8 @@ def python_blocks(path: Path) -> list[tuple[int, str]]:
     return blocks
 
 
-DOC_FILES = sorted(p for p in DOCS.rglob("*.md") if python_blocks(p))
+README = DOCS.parent / "README.md"
+DOC_FILES = sorted(p for p in [README, *DOCS.rglob("*.md")] if python_blocks(p))
 
 
 def test_extractor_finds_blocks_and_skips_others(tmp_path):
@@ -41,7 +42,7 @@ def test_extractor_finds_blocks_and_skips_others(tmp_path):
     assert python_blocks(sample) == [(3, "x = 1\n"), (13, "y = x + 1\n")]
 
 
-@pytest.mark.parametrize("path", DOC_FILES, ids=lambda p: str(p.relative_to(DOCS)))
+@pytest.mark.parametrize("path", DOC_FILES, ids=lambda p: str(p.relative_to(DOCS.parent)))
 def test_doc_python_blocks_run(path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace = {"__name__": f"docs.{path.stem}"}
