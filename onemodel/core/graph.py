@@ -282,3 +282,17 @@ def rebuild(graph: Graph, nodes: Iterable[Node], outputs=None, extra_values=(),
     values = {k: v for k, v in values.items() if k in keep}
     return Graph(inputs=graph.inputs, nodes=nodes, outputs=outputs, values=values,
                  initializers=inits)
+
+
+class NotAGraphError(OneModelError, TypeError):
+    """Something that is neither a Graph nor an object with a ``graph`` was given."""
+
+
+def as_graph(obj, what: str = "this") -> Graph:
+    """The Graph of a Graph or of anything with a ``graph`` attribute (a TracedModel)."""
+    if isinstance(obj, Graph):
+        return obj
+    graph = getattr(obj, "graph", None)
+    if isinstance(graph, Graph):
+        return graph
+    raise NotAGraphError(f"{what} expects a Graph or a TracedModel, got {type(obj).__name__}")

@@ -105,12 +105,16 @@ class CompiledGraph:
         with self._lock:
             plan = self._plans.get(key)
             if plan is None:
-                plan = build_plan(self.graph, {s: int(env[s]) for s in self.symbols}, outs,
-                                  self.kernels, self.ops)
+                plan = self.build({s: int(env[s]) for s in self.symbols}, outs)
                 self._plans[key] = plan
                 while len(self._plans) > self.max_plans:
                     self._plans.popitem(last=False)
             return plan
+
+    def build(self, env: dict[str, int], output_names: tuple) -> "Plan":
+        """A new plan for these sizes and outputs (a backend with its own scheduling overrides
+        this; `plan` caches the result)."""
+        return build_plan(self.graph, env, output_names, self.kernels, self.ops)
 
     def run(self, feeds: Mapping[str, np.ndarray], env: Mapping[str, int],
             output_names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
@@ -254,6 +258,25 @@ class _OutAsFresh:
         return self.fn(*arrays, out=np.empty(self.t.shape, self.t.dtype.numpy))
 
 
+class _CodeGen:
+    """Names for generated code: value -> variable, and constants passed into the closure."""
+
+    def __init__(self) -> None:
+        self.closure: dict[str, Any] = {"_np_empty": np.empty, "_fix": _fix,
+                                        "_ndarray": np.ndarray}
+        self.names: dict[str, str] = {}
+        self.counter = 0
+
+    def var(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def const(self, obj: Any, prefix: str = "k") -> str:
+        n = self.var(prefix)
+        self.closure[n] = obj
+        return n
+
+
 class Plan:
     """One compiled shape signature: the generated source, its slots and a pool of runners."""
 
@@ -380,86 +403,83 @@ class Plan:
 
     # -- code generation -------------------------------------------------------------------------
     def _generate(self, feeds, consts, wanted) -> None:
-        consts_used: dict[str, str] = {}
-        closure: dict[str, Any] = {"_np_empty": np.empty, "_fix": _fix, "_ndarray": np.ndarray}
-        names: dict[str, str] = {}  # value name -> python variable
-        counter = [0]
-
-        def var(prefix: str) -> str:
-            counter[0] += 1
-            return f"{prefix}{counter[0]}"
-
-        def const(obj: Any, prefix: str = "k") -> str:
-            n = var(prefix)
-            closure[n] = obj
-            return n
-
-        body: list[str] = []
+        gen = _CodeGen()
         lines: list[tuple[str, Node | None]] = []
         for f in feeds:
-            names[f] = var("i")
-            lines.append((f"{names[f]} = feeds[{f!r}]", None))
+            gen.names[f] = gen.var("i")
+            lines.append((f"{gen.names[f]} = feeds[{f!r}]", None))
         for c in consts:
-            n = var("c")
-            closure[n] = consts[c]
-            names[c] = n
+            gen.names[c] = gen.const(consts[c], "c")
         slot_vars = [f"s{i}" for i in range(len(self.slot_types))]
         for st in self.steps:
-            node, pk = st.node, st.kernel
-            fn = pk.fn
-            args = ["None" if a is None else names[a] for a in st.args]
-            if isinstance(fn, _Bound) and all(_is_literal(v) for v in fn.params.values()):
-                kname = const(fn.fn)
-                kw = [f"{k}={v!r}" for k, v in fn.params.items()]
-            elif isinstance(fn, _Bound):
-                kname = const(fn.fn)
-                kw = []
-                for k, v in fn.params.items():
-                    if _is_literal(v):
-                        kw.append(f"{k}={v!r}")
-                    else:
-                        kw.append(f"{k}={const(v, 'p')}")
-            else:
-                kname = const(fn)
-                kw = []
-            extra = [repr(v) if _is_literal(v) else const(v, "e") for v in pk.extra]
-            call_args = ", ".join(args + extra + kw)
-            outs = node.outputs
-            if pk.kind == OUT:
-                o = outs[0]
-                if self.out_mode[o] == "slot":
-                    target = slot_vars[self.slot_of[("slot", o)]]
-                    lines.append((f"{kname}({call_args}{', ' if call_args else ''}out={target})",
-                                  node))
-                    names[o] = target
+            lines.extend(self._emit_step(st, gen, slot_vars))
+        lines.append((self._emit_return(gen.names, wanted), None))
+        self._compile(gen.closure, slot_vars, {"run(feeds)": lines}, "run")
+
+    def _emit_step(self, st: _Step, gen: "_CodeGen", slot_vars: list[str]
+                   ) -> list[tuple[str, Node]]:
+        """The generated lines of one step (binding its outputs' variables in ``gen.names``)."""
+        node, pk = st.node, st.kernel
+        names, const, var = gen.names, gen.const, gen.var
+        lines: list[tuple[str, Node]] = []
+        fn = pk.fn
+        args = ["None" if a is None else names[a] for a in st.args]
+        if isinstance(fn, _Bound) and all(_is_literal(v) for v in fn.params.values()):
+            kname = const(fn.fn)
+            kw = [f"{k}={v!r}" for k, v in fn.params.items()]
+        elif isinstance(fn, _Bound):
+            kname = const(fn.fn)
+            kw = []
+            for k, v in fn.params.items():
+                if _is_literal(v):
+                    kw.append(f"{k}={v!r}")
                 else:
-                    t = self.types[o]
-                    shp = const(t.shape, "shape")
-                    dt = const(t.dtype.numpy, "dt")
-                    v = var("v")
-                    lines.append((f"{v} = {kname}({call_args}{', ' if call_args else ''}"
-                                  f"out=_np_empty({shp}, {dt}))", node))
-                    names[o] = v
-            elif pk.kind in (VIEW, FRESH):
-                vs = [var("v") for _ in outs]
-                lines.append((f"{', '.join(vs)} = {kname}({call_args})", node))
-                names.update(zip(outs, vs))
+                    kw.append(f"{k}={const(v, 'p')}")
+        else:
+            kname = const(fn)
+            kw = []
+        extra = [repr(v) if _is_literal(v) else const(v, "e") for v in pk.extra]
+        call_args = ", ".join(args + extra + kw)
+        outs = node.outputs
+        if pk.kind == OUT:
+            o = outs[0]
+            if self.out_mode[o] == "slot":
+                target = slot_vars[self.slot_of[("slot", o)]]
+                lines.append((f"{kname}({call_args}{', ' if call_args else ''}out={target})",
+                              node))
+                names[o] = target
             else:
-                vs = [var("v") for _ in outs]
-                if len(outs) == 1:
-                    dt = const(self.types[outs[0]].dtype.numpy, "dt")
-                    v = vs[0]
-                    lines.append((f"{v} = {kname}({call_args})", node))
-                    lines.append((f"if {v}.__class__ is not _ndarray or {v}.dtype is not {dt}: "
-                                  f"{v} = _fix({v}, {dt})", node))
-                else:
-                    t = var("t")
-                    lines.append((f"{t} = {kname}({call_args})", node))
-                    for j, (o, v) in enumerate(zip(outs, vs)):
-                        dt = const(self.types[o].dtype.numpy, "dt")
-                        lines.append((f"{v} = _fix({t}[{j}], {dt})", node))
-                names.update(zip(outs, vs))
-        # outputs: copy whatever may alias a slot, a feed, a constant or an earlier output
+                t = self.types[o]
+                shp = const(t.shape, "shape")
+                dt = const(t.dtype.numpy, "dt")
+                v = var("v")
+                lines.append((f"{v} = {kname}({call_args}{', ' if call_args else ''}"
+                              f"out=_np_empty({shp}, {dt}))", node))
+                names[o] = v
+        elif pk.kind in (VIEW, FRESH):
+            vs = [var("v") for _ in outs]
+            lines.append((f"{', '.join(vs)} = {kname}({call_args})", node))
+            names.update(zip(outs, vs))
+        else:
+            vs = [var("v") for _ in outs]
+            if len(outs) == 1:
+                dt = const(self.types[outs[0]].dtype.numpy, "dt")
+                v = vs[0]
+                lines.append((f"{v} = {kname}({call_args})", node))
+                lines.append((f"if {v}.__class__ is not _ndarray or {v}.dtype is not {dt}: "
+                              f"{v} = _fix({v}, {dt})", node))
+            else:
+                t = var("t")
+                lines.append((f"{t} = {kname}({call_args})", node))
+                for j, (o, v) in enumerate(zip(outs, vs)):
+                    dt = const(self.types[o].dtype.numpy, "dt")
+                    lines.append((f"{v} = _fix({t}[{j}], {dt})", node))
+            names.update(zip(outs, vs))
+        return lines
+
+    def _emit_return(self, names: Mapping[str, str], wanted) -> str:
+        """The return line: copy whatever may alias a slot, a feed, a constant or an earlier
+        output."""
         seen_roots: set = set()
         rets = []
         for w in wanted:
@@ -467,20 +487,27 @@ class Plan:
             shared = any(r[0] in ("slot", "feed", "const") for r in rs) or bool(rs & seen_roots)
             seen_roots |= rs
             rets.append(f"{names[w]}.copy()" if shared else names[w])
-        lines.append((f"return ({', '.join(rets)}{',' if len(rets) == 1 else ''})", None))
+        return f"return ({', '.join(rets)}{',' if len(rets) == 1 else ''})"
 
+    def _compile(self, closure: dict, slot_vars: list[str],
+                 functions: Mapping[str, list], returns: str) -> None:
+        """Compile ``functions`` (signature -> lines) inside one runner factory that allocates
+        the slots and returns ``returns``; sets ``source``, ``closure`` and ``_make_runner``."""
         params = ", ".join(closure)
         src = [f"def _factory({params}):",
                "    def _make_runner(_alloc):"]
         for i, sv in enumerate(slot_vars):
             src.append(f"        {sv} = _alloc({i})")
-        src.append("        def run(feeds):")
-        first = len(src) + 1
-        for j, (text, node) in enumerate(lines):
-            src.append("            " + text)
-            if node is not None:
-                self._line_nodes[first + j] = node
-        src.append("        return run")
+        for signature, lines in functions.items():
+            src.append(f"        def {signature}:")
+            first = len(src) + 1
+            for j, (text, node) in enumerate(lines):
+                src.append("            " + text)
+                if node is not None:
+                    self._line_nodes[first + j] = node
+            if not lines:
+                src.append("            pass")
+        src.append(f"        return {returns}")
         src.append("    return _make_runner")
         self.source = "\n".join(src) + "\n"
         code = compile(self.source, f"<onemodel plan {id(self):x}>", "exec")

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import OneModelError, SessionError
 from .dtype import DType
-from .graph import Graph
+from .graph import Graph, as_graph
 from .symbolic import Dim, SymbolicError, evaluate
 from .tensor import Tensor
 
@@ -100,11 +100,7 @@ def _resolve_graph(model: Any) -> Graph:
         from .. import formats  # the formats layer sits above the core: import it lazily
 
         return formats.load(path)
-    graph = getattr(model, "graph", None)
-    if isinstance(graph, Graph):
-        return graph
-    raise OneModelError(f"Session needs a TracedModel, a Graph or a model file path, got "
-                        f"{type(model).__name__}")
+    return as_graph(model, "Session (or a model file path)")
 
 
 class Session:

@@ -23,7 +23,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..core.dtype import DType
-from ..core.graph import Graph, Node, Value
+from ..core.graph import Graph, Node, Value, as_graph
 from ..core.symbolic import Dim, SymbolicError
 from ..core.types import TensorType
 from ..errors import FormatError, GraphError, OneModelError
@@ -59,15 +59,6 @@ def _version() -> str:
 # ----------------------------------------------------------------------------------------------
 # saving
 # ----------------------------------------------------------------------------------------------
-def _graph_of(graph_or_traced) -> Graph:
-    if isinstance(graph_or_traced, Graph):
-        return graph_or_traced
-    g = getattr(graph_or_traced, "graph", None)
-    if isinstance(g, Graph):
-        return g
-    raise TypeError(f"save expects a Graph or a TracedModel, got {type(graph_or_traced).__name__}")
-
-
 def _shape_json(shape) -> list:
     return [str(d) if isinstance(d, Dim) else int(d) for d in shape]
 
@@ -176,14 +167,14 @@ def to_bytes_writer(graph: Graph):
 
 def save_graph(graph, path: str | os.PathLike) -> None:
     """Write ``graph`` (a Graph or a TracedModel) to ``path`` in the OneModel format."""
-    write = to_bytes_writer(_graph_of(graph))
+    write = to_bytes_writer(as_graph(graph, "save"))
     atomic_write(path, write)
 
 
 def dumps(graph) -> bytes:
     """The file's bytes (what `save_graph` writes)."""
     buf = io.BytesIO()
-    to_bytes_writer(_graph_of(graph))(buf)
+    to_bytes_writer(as_graph(graph, "save"))(buf)
     return buf.getvalue()
 
 

@@ -65,7 +65,7 @@ from typing import Iterable
 import numpy as np
 
 from ..core.dtype import DType
-from ..core.graph import Graph, Node
+from ..core.graph import Graph, Node, as_graph
 from ..core.symbolic import _ATOMS, Dim
 from ..core.types import TensorType
 from ..errors import FormatError
@@ -394,15 +394,6 @@ def _value_info(onnx, name: str, t: TensorType):
     return onnx.helper.make_tensor_value_info(name, onnx_dtype(t.dtype), shape)
 
 
-def _graph_of(graph_or_traced) -> Graph:
-    if isinstance(graph_or_traced, Graph):
-        return graph_or_traced
-    g = getattr(graph_or_traced, "graph", None)
-    if isinstance(g, Graph):
-        return g
-    raise TypeError(f"expected a Graph or a TracedModel, got {type(graph_or_traced).__name__}")
-
-
 def _check_opset(opset) -> int:
     top = max_opset()
     if opset is None:
@@ -425,7 +416,7 @@ def to_onnx(graph_or_traced, opset: int | None = None, *, check: bool = True,
     from ..registry import REGISTRY
 
     onnx = _onnx()
-    graph = _graph_of(graph_or_traced)
+    graph = as_graph(graph_or_traced, "save_onnx")
     opset = _check_opset(opset)
     if fold:
         from ..passes.constant_folding import fold_constants
