@@ -10,8 +10,8 @@ from .core.ops_namespace import ops
 from .core.session import Session, SessionOutputs, ValueInfo, backends
 from .trace import TracedModel, Tracer, trace
 from .loading import load, load_onnx
-from .errors import (FormatError, GraphError, OneModelError, OpError, PluginError, SessionError,
-                     TraceException)
+from .errors import (ArgumentError, FormatError, GraphError, OneModelError, OpError, PluginError,
+                     SessionError, TraceException)
 from . import nn, optim  # noqa: E402  (after the core: nn and optim build on Tensor)
 
 __version__ = "0.1.0"
@@ -19,6 +19,6 @@ __version__ = "0.1.0"
 _sys.modules[__name__ + ".ops"] = ops
 
 __all__ = ["DType", "GradMode", "Tensor", "tensor", "manual_seed", "ops", "registry", "nn", "optim",
-           "OneModelError", "OpError", "PluginError", "TraceException", "SessionError",
+           "OneModelError", "ArgumentError", "OpError", "PluginError", "TraceException", "SessionError",
            "GraphError", "FormatError", "Tracer", "TracedModel", "trace", "load", "load_onnx", "Session", "SessionOutputs",
            "ValueInfo", "backends", "__version__"]

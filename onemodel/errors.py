@@ -9,6 +9,12 @@ class OpError(OneModelError, ValueError):
     """An op was given inputs or parameters it cannot accept (names the op and what is wrong)."""
 
 
+class ArgumentError(OneModelError, TypeError, ValueError):
+    """A public function or constructor got an argument of the wrong type or value; the message
+    names the function and the argument. Also a TypeError and a ValueError, so code written for
+    Python's (and PyTorch's) conventions catches it too."""
+
+
 class PluginError(OneModelError):
     """A plugin failed to load, raised in a hook or returned a malformed record."""
 

@@ -263,3 +263,92 @@ def test_tensor_softmax_methods():
                                rtol=1e-6)
     np.testing.assert_allclose(x.log_softmax(1).numpy().sum(), np.log(_softmax64(
         x.numpy().astype(np.float64), 1)).sum(), rtol=1e-6)
+
+
+# -- huge and masked logits through every loss (docs/reliability.md) ----------------------------
+def _brute_ctc_log(lp, target, blank=0):
+    """_brute_ctc in log space (finite where the probabilities underflow): -log P(target) and
+    its gradient w.r.t. lp."""
+    frames, c = lp.shape
+    paths = [p for p in itertools.product(range(c), repeat=frames)
+             if _collapse(p, blank) == list(target)]
+    scores = np.array([sum(lp[t, k] for t, k in enumerate(p)) for p in paths])
+    top = scores.max()
+    w = np.exp(scores - top)
+    nll = -(top + np.log(w.sum()))
+    w /= w.sum()
+    grad = np.zeros_like(lp)
+    for weight, p in zip(w, paths):
+        for t, k in enumerate(p):
+            grad[t, k] -= weight
+    return nll, grad
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_ctc_loss_through_log_softmax_is_exact_at_huge_logits(dtype):
+    """log_softmax of logits of +-1e4 (log-probabilities down to -2e4) into ctc_loss: finite,
+    and equal to log-space path enumeration, value and gradient w.r.t. the logits."""
+    rng = np.random.default_rng(5)
+    logits = rng.choice([-1e4, 1e4, 0.0, 1e4 - 3.0], size=(4, 3, 3))
+    targets, il, tl = np.array([[1, 2], [2, 2], [1, 0]]), np.array([4, 4, 3]), np.array([2, 2, 1])
+    x = _t(logits.astype(dtype), grad=True)
+    loss = om.ops.ctc_loss(om.ops.log_softmax(x, -1), _t(targets), _t(il), _t(tl),
+                           reduction="none")
+    loss.sum().backward()
+    assert np.isfinite(loss.numpy()).all() and np.isfinite(x.grad.numpy()).all()
+    lp64 = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True)) \
+        - logits.max(-1, keepdims=True)
+    for b in range(3):
+        nll, g_lp = _brute_ctc_log(lp64[:il[b], b], targets[b, :tl[b]])
+        np.testing.assert_allclose(loss.numpy()[b], nll, rtol=1e-5)
+        sm = np.exp(lp64[:il[b], b])
+        g_logits = g_lp - sm * g_lp.sum(-1, keepdims=True)  # through log_softmax
+        np.testing.assert_allclose(x.grad.numpy()[:il[b], b], g_logits, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cross_entropy_probability_targets_at_huge_logits(dtype):
+    logits = np.array([[1e4, -1e4, 0.0, 1e4 - 1.0], [-1e4, -1e4 + 2.0, -1e4 + 1.0, -1e4]])
+    probs = np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25]])
+    x = _t(logits.astype(dtype), grad=True)
+    loss = om.ops.cross_entropy(x, _t(probs.astype(dtype)))
+    loss.backward()
+    ref = _softmax64(logits, 1)
+    logp = logits - logits.max(1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(1, keepdims=True))
+    np.testing.assert_allclose(loss.item(), -(probs * logp).sum(1).mean(), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), (ref - probs) / 2, rtol=1e-5, atol=1e-7)
+
+
+def test_masked_logits_of_minus_infinity():
+    """-inf logits (masked classes) give probability 0, log-probability -inf, and finite
+    gradients, as in PyTorch."""
+    logits = np.array([[0.0, -np.inf, 1.0], [2.0, -np.inf, -np.inf]])
+    x = _t(logits, grad=True)
+    p = om.ops.softmax(x, -1)
+    assert p.numpy()[0, 1] == 0 and p.numpy()[1, 0] == 1
+    (p * _t(np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]]))).sum().backward()
+    assert np.isfinite(x.grad.numpy()).all()
+    x = _t(logits, grad=True)
+    loss = om.ops.cross_entropy(x, _t(np.array([2, 0])))
+    loss.backward()
+    np.testing.assert_allclose(loss.item(), np.log1p(np.exp(-1.0)) / 2, rtol=1e-12)
+    assert np.isfinite(x.grad.numpy()).all() and x.grad.numpy()[:, 1].tolist() == [0.0, 0.0]
+
+
+def test_softmax_family_and_losses_on_empty_axes():
+    """Zero-size axes work where PyTorch allows them: softmax over an empty axis is empty, a
+    batch of 0 gives an empty result, a mean over nothing is nan and a sum 0 (torch's values)."""
+    for op in (om.ops.softmax, om.ops.log_softmax):
+        assert op(om.Tensor.zeros(DType.F32, 3, 0), -1).shape == (3, 0)
+        x = om.Tensor.zeros(DType.F32, 0, 4).requires_grad_()
+        op(x, -1).sum().backward()
+        assert x.grad.shape == (0, 4)
+    logits = om.Tensor.zeros(DType.F32, 0, 4).requires_grad_()
+    target = om.tensor(np.zeros(0, np.int64))
+    assert np.isnan(om.ops.cross_entropy(logits, target).item())
+    total = om.ops.cross_entropy(logits, target, reduction="sum")
+    assert total.item() == 0.0
+    total.backward()
+    assert logits.grad.shape == (0, 4)
+    assert om.ops.cross_entropy(logits, target, reduction="none").shape == (0,)

@@ -107,6 +107,9 @@ def bind(op: OpDef, args: tuple, kwargs: dict) -> tuple[list, dict]:
             raise OpError(f"ops.{op.name}: {names[0]!r} must be a list or tuple of tensors")
         if not seq:
             raise OpError(f"ops.{op.name}: {names[0]!r} is empty")
+        if any(t is None for t in seq):
+            raise OpError(f"ops.{op.name}: {names[0]}[{[t is None for t in seq].index(True)}] "
+                          f"is None")
         raw_inputs = list(seq)
         rest = args[1:]
         n_in = 1
@@ -128,6 +131,8 @@ def bind(op: OpDef, args: tuple, kwargs: dict) -> tuple[list, dict]:
                     raw_inputs[i] = None
                 else:
                     raise OpError(f"ops.{op.name}() missing input {names[i]!r}")
+            elif raw_inputs[i] is None and not raw.endswith("?"):
+                raise OpError(f"ops.{op.name}: input {names[i]!r} is required, got None")
     params = dict(zip(pnames, rest))
     for k, v in kwargs.items():
         if k not in op.params:
@@ -190,6 +195,10 @@ def infer(op: OpDef, types: list, params: dict):
     except Exception as exc:  # noqa: BLE001 - report any plugin failure with the op's name
         shapes = ", ".join(str(t) for t in types if t is not None)
         raise OpError(f"ops.{op.name}({shapes}): {exc}") from exc
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    if not outs or not all(isinstance(t, TensorType) for t in outs):
+        raise OpError(f"ops.{op.name}: the inference of plugin {op.provider} returned "
+                      f"{out!r:.80}, not a TensorType (or a tuple of them)")
     return out
 
 
@@ -227,9 +236,18 @@ def eager(op: OpDef, inputs: list, params: dict):
                       f"{len(out_types)} (plugin {op.provider})")
     arrays_out = []
     for a, t in zip(outs, out_types):
-        a = np.asarray(a)
-        if a.dtype != t.dtype.numpy:
-            a = a.astype(t.dtype.numpy)
+        raw = a
+        try:
+            a = np.asarray(a)
+            if a.dtype != t.dtype.numpy:
+                a = a.astype(t.dtype.numpy)
+        except (TypeError, ValueError) as exc:
+            raise OpError(f"ops.{op.name}: the kernel of plugin {op.provider} returned "
+                          f"{type(raw).__name__} {raw!r:.40}, not an array of {t}: {exc}"
+                          ) from None
+        if a.shape != tuple(t.shape):
+            raise OpError(f"ops.{op.name}: the kernel of plugin {op.provider} returned shape "
+                          f"{a.shape}, but its inference gives {t}")
         arrays_out.append(a)
     results = [Tensor._wrap(a) for a in arrays_out]
     if record:

@@ -39,10 +39,20 @@ def bind_symbols(graph: Graph, arrays: Mapping[str, np.ndarray]) -> dict[str, in
     return env
 
 
-def node_error(node: Node, exc: BaseException) -> NodeExecutionError:
+def node_error(node: Node, exc: BaseException, provider: str | None = None
+               ) -> NodeExecutionError:
+    """The error for a kernel that raised while ``node`` ran: names the op, its outputs, the
+    recorded source line and the plugin whose kernel it was (``provider``; by default the op's
+    own plugin). The error keeps ``node`` and ``provider`` as attributes."""
+    if provider is None:
+        op = REGISTRY.tables().ops.get(node.op)
+        provider = getattr(op, "provider", None)
     where = f", recorded at {node.source}" if node.source else ""
-    return NodeExecutionError(f"while executing node {node.op} -> %{', %'.join(node.outputs)}"
-                              f"{where}: {type(exc).__name__}: {exc}")
+    by = f", kernel from plugin {provider}" if provider else ""
+    err = NodeExecutionError(f"while executing node {node.op} -> %{', %'.join(node.outputs)}"
+                             f"{where}{by}: {type(exc).__name__}: {exc}")
+    err.node, err.provider = node, provider
+    return err
 
 
 def run_graph(graph: Graph, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -150,6 +150,7 @@ class _Step:
     node: Node
     kernel: PlanKernel
     args: list  # value names (None for absent) actually passed
+    provider: str | None = None  # the plugin whose kernel runs (named in kernel errors)
 
 
 def _concrete(t: TensorType, env) -> TensorType:
@@ -170,6 +171,14 @@ def _choose_kernel(node: Node, op, kdef, params: dict, in_types: list) -> PlanKe
         elif kdef.kernel is not None:
             return PlanKernel(_bind(kdef.kernel, params))
     return PlanKernel(_bind(op.kernel, params))
+
+
+def _provider(op, kdef, pk: PlanKernel) -> str | None:
+    """Whose kernel ``pk`` is: the op's own (perhaps bound to its params), else the backend's."""
+    fn = pk.fn.fn if isinstance(pk.fn, _Bound) else pk.fn
+    if kdef is None or fn is op.kernel:
+        return op.provider
+    return kdef.provider
 
 
 def _bind(fn: Callable, params: dict) -> Callable:
@@ -244,7 +253,7 @@ def build_plan(graph: Graph, env: Mapping[str, int], output_names: Sequence[str]
         if pk.kind == OUT and len(node.outputs) != 1:
             pk = attrs.evolve(pk, kind=UNKNOWN, fn=_OutAsFresh(pk.fn, types[node.outputs[0]]))
         args = list(node.inputs) if pk.inputs is None else [node.inputs[j] for j in pk.inputs]
-        steps.append(_Step(node, pk, args))
+        steps.append(_Step(node, pk, args, _provider(op, kernels.get(node.op), pk)))
     return Plan(graph, steps, types, feeds, consts, wanted, list(output_names))
 
 
@@ -286,6 +295,7 @@ class Plan:
         self.steps = steps
         self.types = types
         self.output_names = output_names
+        self._providers = {id(st.node): st.provider for st in steps}
         self._line_nodes: dict[int, Node] = {}
         self._assign(feeds, consts, wanted)
         self._generate(feeds, consts, wanted)
@@ -539,7 +549,7 @@ class Plan:
             node = self._failing_node(exc)
             if node is None:
                 raise
-            raise node_error(node, exc) from exc
+            raise node_error(node, exc, self._providers.get(id(node))) from exc
         finally:
             idle.append(r)
         return dict(zip(self.output_names, outs))

@@ -130,10 +130,21 @@ class Session:
         bdef = table[backend]
         try:
             impl = bdef.create(**backend_options)
+        except OneModelError:
+            raise
         except TypeError as exc:
             raise OneModelError(f"backend {backend!r} ({bdef.provider}) rejected the options "
                                 f"{sorted(backend_options)}: {exc}") from exc
-        self._compiled = impl.compile(self.optimized_graph)
+        except Exception as exc:  # noqa: BLE001 - a broken backend plugin, named
+            raise OneModelError(f"backend {backend!r} (plugin {bdef.provider}) failed to start: "
+                                f"{type(exc).__name__}: {exc}") from exc
+        try:
+            self._compiled = impl.compile(self.optimized_graph)
+        except OneModelError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise OneModelError(f"backend {backend!r} (plugin {bdef.provider}) failed to compile "
+                                f"the graph: {type(exc).__name__}: {exc}") from exc
         self._closed = False
         self._lock = threading.Lock()
         g = self.optimized_graph
@@ -220,7 +231,11 @@ class Session:
             return self._all_outputs
         if isinstance(output_names, str):
             output_names = (output_names,)
-        names = tuple(output_names)
+        try:
+            names = tuple(output_names)
+        except TypeError:
+            raise SessionError(f"output_names must be a list of output names (or None for all), "
+                               f"got {type(output_names).__name__}") from None
         for n in names:
             if n not in self._output_set:
                 raise SessionError(f"unknown output {n!r}; this session's outputs are "
@@ -238,7 +253,13 @@ class Session:
             raise SessionError("this session is closed; create a new Session to run again")
         names = self._check_output_names(output_names)
         arrays, env = self._check_feeds(feeds)
-        results = compiled.run(arrays, env, names)
+        try:
+            results = compiled.run(arrays, env, names)
+        except (OneModelError, MemoryError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the backend's own machinery, not a kernel
+            raise OneModelError(f"backend {self.backend!r} failed while running: "
+                                f"{type(exc).__name__}: {exc}") from exc
         wrap = Tensor._wrap
         return SessionOutputs({n: wrap(results[n]) for n in names})
 

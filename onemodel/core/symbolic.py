@@ -8,6 +8,7 @@ to plain ints, so shapes hold ints wherever a size is fixed.
 from __future__ import annotations
 
 import ast
+import keyword
 from typing import Mapping, Union
 
 from ..errors import OneModelError
@@ -17,6 +18,16 @@ DimLike = Union[int, "Dim"]
 
 class SymbolicError(OneModelError, ValueError):
     """A symbolic size expression is malformed or cannot be evaluated."""
+
+
+#: the most monomials a product may have: real shapes have a handful, and expanding a product of
+#: sums (``(a+b+c)*(a+b+c)*...`` from a hostile file) would otherwise grow without bound
+MAX_TERMS = 4096
+
+
+def _short(d) -> str:
+    text = str(d)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class _Atom:
@@ -62,8 +73,9 @@ class Dim:
     # -- construction ----------------------------------------------------------------------
     @staticmethod
     def symbol(name: str) -> "Dim":
-        if not isinstance(name, str) or not name.isidentifier():
-            raise SymbolicError(f"a symbolic axis name must be an identifier, got {name!r}")
+        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+            raise SymbolicError(f"a symbolic axis name must be an identifier (not a Python "
+                                f"keyword, so the printed size parses back), got {name!r:.80}")
         _atom(name)
         return Dim({(name,): 1})
 
@@ -72,9 +84,13 @@ class Dim:
         """Parse the printed form back (used by loaders). Only integer arithmetic on names."""
         try:
             tree = ast.parse(text.strip(), mode="eval").body
-        except SyntaxError:
-            raise SymbolicError(f"malformed symbolic size {text!r}") from None
-        return _from_ast(tree, text)
+            return _from_ast(tree, text)
+        except (SyntaxError, ValueError) as exc:  # ValueError: null bytes on older Pythons
+            if isinstance(exc, SymbolicError):
+                raise
+            raise SymbolicError(f"malformed symbolic size {text!r:.200}") from None
+        except (RecursionError, MemoryError):
+            raise SymbolicError(f"symbolic size {text[:80]!r}... is nested too deeply") from None
 
     @staticmethod
     def _of(value: DimLike) -> "Dim":
@@ -114,9 +130,13 @@ class Dim:
     def __mul__(self, other: DimLike) -> DimLike:
         if not isinstance(other, (int, Dim)):
             return NotImplemented
+        o = Dim._of(other)
+        if len(self.terms) * len(o.terms) > MAX_TERMS:
+            raise SymbolicError(f"symbolic size ({_short(self)})*({_short(o)}) is too complex "
+                                f"(more than {MAX_TERMS} terms)")
         out: dict[tuple[str, ...], int] = {}
         for m1, c1 in self.terms:
-            for m2, c2 in Dim._of(other).terms:
+            for m2, c2 in o.terms:
                 m = tuple(sorted(m1 + m2))
                 out[m] = out.get(m, 0) + c1 * c2
         return Dim(out)._norm()

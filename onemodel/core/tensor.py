@@ -2,12 +2,13 @@
 the class itself knows operator protocols (``__add__`` ...) but no op by name."""
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
 import numpy as np
 
-from ..errors import OneModelError, OpError
+from ..errors import ArgumentError, OneModelError, OpError
 from ..registry import REGISTRY, get_op
 from . import autograd, tracing_hooks
 from .dispatch import apply
@@ -26,6 +27,48 @@ def _shape_args(shape: tuple, what: str) -> tuple:
         if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 0:
             raise OpError(f"{what}: shape entries must be non-negative ints, got {shape!r}")
     return tuple(d if isinstance(d, SymInt) else int(d) for d in shape)
+
+
+def _fill_value(value, dtype: DType, what: str):
+    """A factory's fill value: a number that fits ``dtype`` (PyTorch refuses inf or 300 for
+    int8 instead of wrapping around)."""
+    if isinstance(value, SymInt):
+        return value
+    if isinstance(value, np.generic):
+        value = value.item()
+    if not isinstance(value, numbers.Real):
+        raise ArgumentError(f"{what}: value must be a number, got {value!r:.60}")
+    if dtype == DType.BOOL:
+        return value
+    if dtype.is_float:
+        if not _in_float_range(value):
+            raise ArgumentError(f"{what}: value {value!r:.60} is beyond any float")
+        return value
+    info = np.iinfo(dtype.numpy)
+    if not (_in_float_range(value) and math.isfinite(value) and info.min <= value <= info.max):
+        raise ArgumentError(f"{what}: value {value!r:.60} does not fit dtype {dtype} "
+                            f"({info.min}..{info.max})")
+    return value
+
+
+def _number(value, what: str, name: str):
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, SymInt):
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ArgumentError(f"{what}: {name} must be a number, got {value!r:.60}")
+    if not (_in_float_range(value) and math.isfinite(value)):
+        raise ArgumentError(f"{what}: {name} must be finite, got {value!r:.60}")
+    return value
+
+
+def _in_float_range(value) -> bool:
+    try:
+        float(value)
+    except OverflowError:  # an int beyond 1.8e308
+        return False
+    return True
 
 
 def _protocol_op(name: str):
@@ -76,6 +119,7 @@ class Tensor:
     def _factory(cls, dtype, value, shape, what):
         dtype = DType.parse(dtype)
         shape = _shape_args(shape, f"Tensor.{what}")
+        value = _fill_value(value, dtype, f"Tensor.{what}")
         tracer = tracing_hooks.current()
         if tracer is not None:
             return apply(_protocol_op("__full__"), (), {"shape": shape, "value": value, "dtype": dtype})
@@ -98,6 +142,8 @@ class Tensor:
         dtype = DType.parse(dtype)
         if stop is None:
             start, stop = 0, start
+        start, stop, step = (_number(v, "Tensor.arange", n)
+                             for v, n in ((start, "start"), (stop, "stop"), (step, "step")))
         if tracing_hooks.current() is not None:
             # always an op while recording (as the other factories), so the trace check's eager
             # re-run calls the same ops as the graph even when the bounds are plain ints there
@@ -120,6 +166,8 @@ class Tensor:
                           "the graph as one constant; create it outside the traced function")
         if not dtype.is_float:
             raise OpError(f"Tensor.{what}: dtype must be a float type, got {dtype}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+            raise ArgumentError(f"Tensor.{what}: seed must be an int or None, got {seed!r:.60}")
         shape = _shape_args(shape, f"Tensor.{what}")
         return cls._wrap(draw(generator(seed), shape).astype(dtype.numpy))
 

@@ -27,7 +27,9 @@ def load(path):
     another extension is sniffed (a zip is a OneModel file, anything else ONNX)."""
     import os
 
-    p = os.fspath(path)
+    from ._atomic import check_path
+
+    p = check_path(path, "load")
     if p.lower().endswith(".onnx"):
         return load_onnx(p)
     if not p.lower().endswith(".onemodel") and os.path.isfile(p):

@@ -28,7 +28,7 @@ from ..core.symbolic import Dim, SymbolicError
 from ..core.types import TensorType
 from ..errors import FormatError, GraphError, OneModelError
 from . import params_codec
-from ._atomic import atomic_write
+from ._atomic import atomic_write, check_path
 
 FORMAT = "onemodel"
 FORMAT_VERSION = "1.0"
@@ -44,6 +44,7 @@ MAX_DIM = 2 ** 40
 MAX_DIM_TEXT = 1000
 DEFAULT_MAX_BYTES = 2 ** 40  # total initializer bytes a load accepts unless told otherwise
 MAX_DEFLATE_RATIO = 1100  # deflate cannot expand more than ~1032:1; more is a lying header
+_CHUNK = 1 << 18  # bytes per read of a deflated entry
 
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 _OP_NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")
@@ -275,7 +276,8 @@ def _check_version(r: _Reader, manifest: dict) -> None:
                      f"reads {FORMAT_VERSION})")
 
 
-def _check_entry_names(r: _Reader, zf: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
+def _check_entry_names(r: _Reader, zf: zipfile.ZipFile,
+                       archive_size: int | None = None) -> dict[str, zipfile.ZipInfo]:
     infos = zf.infolist()
     if len(infos) > MAX_ENTRIES:
         raise r.fail("zip", f"{len(infos)} entries exceed the limit of {MAX_ENTRIES}")
@@ -296,6 +298,11 @@ def _check_entry_names(r: _Reader, zf: zipfile.ZipFile) -> dict[str, zipfile.Zip
                          f"{zi.compress_type}; only stored (0) and deflated (8) are allowed")
         if zi.compress_type == zipfile.ZIP_STORED and zi.file_size != zi.compress_size:
             raise r.fail(f"zip entry {name!r:.100}", "stored entry sizes disagree")
+        if archive_size is not None and zi.header_offset + zi.compress_size > archive_size:
+            # reading it would ask for more bytes than the file has (a lying header)
+            raise r.fail(f"zip entry {name!r:.100}", f"declares {zi.compress_size} bytes at "
+                         f"offset {zi.header_offset}, past the end of the {archive_size}-byte "
+                         f"file")
         if (zi.compress_type == zipfile.ZIP_DEFLATED
                 and zi.file_size > MAX_DEFLATE_RATIO * max(zi.compress_size, 1) + 1024):
             raise r.fail(f"zip entry {name!r:.100}", f"declares {zi.file_size} bytes from "
@@ -305,10 +312,21 @@ def _check_entry_names(r: _Reader, zf: zipfile.ZipFile) -> dict[str, zipfile.Zip
 
 
 def _read_capped(r: _Reader, zf: zipfile.ZipFile, zi: zipfile.ZipInfo, size: int) -> bytes:
-    """Read exactly ``size`` bytes of an entry, refusing one that would give more."""
+    """Read exactly ``size`` bytes of an entry, refusing one that would give more.
+
+    Read in chunks into one growing buffer: ``ZipExtFile.read(size)`` of a deflated entry joins
+    its pieces at the end and so peaks at twice the data."""
     try:
         with zf.open(zi) as f:
-            data = f.read(size)
+            if zi.compress_type == zipfile.ZIP_STORED:
+                data = f.read(size)  # one read straight into one buffer
+            else:
+                data = bytearray()
+                while len(data) < size:
+                    chunk = f.read(min(_CHUNK, size - len(data)))
+                    if not chunk:
+                        break
+                    data += chunk
             extra = f.read(1)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         raise r.fail(f"zip entry {zi.filename!r}", f"cannot be read: {exc}") from None
@@ -481,7 +499,7 @@ def _reorder_params(nodes) -> list[Node]:
 
 def load_graph(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Graph:
     """Read a OneModel file. Runs no code from the file; every problem is a `FormatError`."""
-    label = os.fspath(path) if not hasattr(path, "read") else "<file>"
+    label = check_path(path, "load_graph") if not hasattr(path, "read") else "<file>"
     r = _Reader(str(label))
     if not hasattr(path, "read"):
         if not os.path.exists(label):
@@ -489,11 +507,17 @@ def load_graph(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES) -
         if os.path.isdir(label):
             raise FormatError(f"{label}: is a folder, not a OneModel file")
     try:
+        if hasattr(path, "read"):
+            archive_size = path.seek(0, os.SEEK_END)
+            path.seek(0)
+        else:
+            archive_size = os.path.getsize(label)
         zf = zipfile.ZipFile(path, "r")
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError,
+            NotImplementedError) as exc:  # NotImplementedError: "zip file version 11.3"
         raise r.fail("file", f"not a OneModel file (not a zip archive: {exc})") from None
     with zf:
-        entries = _check_entry_names(r, zf)
+        entries = _check_entry_names(r, zf, archive_size)
         mi = entries.get(MANIFEST)
         if mi is None:
             raise r.fail("file", f"not a OneModel file: no {MANIFEST} entry")

@@ -44,6 +44,7 @@ symbolic shape param.
 """
 from __future__ import annotations
 
+import keyword
 import math
 import os
 import re
@@ -64,6 +65,10 @@ _ONNX_TYPE_NAMES = {0: "undefined", 4: "uint16", 8: "string", 12: "uint32", 13: 
                     14: "complex64", 15: "complex128", 16: "bfloat16", 17: "float8e4m3fn",
                     18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz", 21: "uint4",
                     22: "int4", 23: "float4e2m1"}
+
+
+#: constant results up to this many elements (or as many as their inputs hold) are folded
+FOLD_LIMIT = 65536
 
 
 class OnnxImportError(FormatError):
@@ -160,6 +165,7 @@ class OnnxNode:
 def _attr_value(onnx, a, where: str):
     t = a.type
     A = onnx.AttributeProto
+    _text(a.name, f"{where}: attribute name")
     if t == A.FLOAT:
         return float(str(np.float32(a.f)))  # the shortest decimal that is this float32
     if t == A.INT:
@@ -181,7 +187,16 @@ def _attr_value(onnx, a, where: str):
                                f"tensors and type protos are not imported)")
 
 
+def _text(x, where: str) -> str:
+    """A protobuf string field as ``str``: protobuf hands back ``bytes`` for a proto2 string that
+    is not valid UTF-8 (a corrupted or hostile file)."""
+    if isinstance(x, str):
+        return x
+    raise OnnxImportError(f"{where}: {bytes(x)[:40]!r} is not valid UTF-8 text")
+
+
 def _tensor_array(onnx, t, where: str) -> np.ndarray:
+    _text(t.name, f"{where}: tensor name")
     if t.data_type not in ONNX_TO_DTYPE:
         name = _ONNX_TYPE_NAMES.get(t.data_type, str(t.data_type))
         raise OnnxUnsupportedError(f"{where}: tensor {t.name!r} has dtype {name}, which OneModel "
@@ -359,9 +374,12 @@ class ImportContext:
         out_types = list(out_types) if multi else [out_types]
         foldable = (rec.pure and all(e is None or self.const(e) is not None for e in entries)
                     and not contains_symbolic(params))
-        if foldable and not any(e is not None for e in entries):
-            # a factory (full, arange): fold only small results, keep big ones as nodes
-            foldable = all(not contains_symbolic(t.shape) and int(np.prod(t.shape)) <= 65536
+        if foldable:
+            # fold only results no bigger than the inputs (or small): a factory or an Expand to
+            # a huge shape stays a node, so importing never allocates more than the file holds
+            limit = max(FOLD_LIMIT, sum(int(self.const(e).size) for e in entries
+                                        if e is not None))
+            foldable = all(not contains_symbolic(t.shape) and math.prod(t.shape) <= limit
                            for t in out_types)
         if foldable:
             arrays = [None if e is None else self.const(e) for e in entries]
@@ -392,7 +410,7 @@ class ImportContext:
         if text in self._symbols:
             return self._symbols[text]
         d = None
-        if text.isidentifier():
+        if text.isidentifier() and not keyword.iskeyword(text):
             d = Dim.symbol(text)
         else:
             try:
@@ -580,8 +598,9 @@ def _try_symbolic(ctx: ImportContext, node: OnnxNode):
         out = fn(ctx, node, *arrays)
     except OnnxImportError:
         raise
-    except (SymbolicError, TypeError, ValueError, IndexError, ZeroDivisionError):
-        return None
+    except (SymbolicError, TypeError, ValueError, IndexError, ZeroDivisionError, AttributeError,
+            KeyError, OverflowError):
+        return None  # not shape arithmetic OneModel follows: the op's import rule decides
     if out is None:
         return None
     if node.op_type == "Equal":
@@ -838,12 +857,15 @@ def fuse_patterns(nodes: list[OnnxNode], consts: Mapping[str, np.ndarray],
             tried.append(n)
             tried_ids.add(id(n))
             found = None
-            if n.op_type == "Erf":
-                found = _fuse_gelu(p, n)
-            elif n.op_type == "Sub" and len(n.inputs) == 2:
-                found = _fuse_layer_norm(p, n)
-            elif n.op_type == "MatMul":
-                found = _fuse_linear(p, n)
+            try:
+                if n.op_type == "Erf":
+                    found = _fuse_gelu(p, n)
+                elif n.op_type == "Sub" and len(n.inputs) == 2:
+                    found = _fuse_layer_norm(p, n)
+                elif n.op_type == "MatMul":
+                    found = _fuse_linear(p, n)
+            except (IndexError, KeyError, TypeError, ValueError, AttributeError):
+                found = None  # a malformed node is no pattern; its own import rule reports it
             if found is None:
                 continue
             fused, used = found
@@ -886,7 +908,8 @@ def _check_external(onnx, model, base_dir: str) -> None:
     for t in tensors:
         if t.data_location != onnx.TensorProto.EXTERNAL:
             continue
-        info = {e.key: e.value for e in t.external_data}
+        what = f"tensor {t.name!r}: external data"
+        info = {_text(e.key, what): _text(e.value, what) for e in t.external_data}
         loc = info.get("location", "")
         if (not loc or os.path.isabs(loc) or loc.startswith(("/", "\\"))
                 or re.match(r"[A-Za-z]:", loc)):
@@ -899,17 +922,46 @@ def _check_external(onnx, model, base_dir: str) -> None:
         if not os.path.isfile(full):
             raise OnnxImportError(f"tensor {t.name!r}: external data file {loc!r} not found")
         size = os.path.getsize(full)
-        offset = int(info.get("offset", 0) or 0)
-        length = info.get("length")
-        if offset < 0 or offset > size or (length is not None and offset + int(length) > size):
+        try:
+            offset = int(info.get("offset", 0) or 0)
+            length = None if info.get("length") is None else int(info["length"])
+        except ValueError:
+            raise OnnxImportError(f"{what} offset {info.get('offset')!r:.40} or length "
+                                  f"{info.get('length')!r:.40} is not an integer") from None
+        if (offset < 0 or offset > size or (length is not None
+                                            and (length < 0 or offset + length > size))):
             raise OnnxImportError(f"tensor {t.name!r}: external data range (offset {offset}, "
                                   f"length {length}) exceeds the file {loc!r} ({size} bytes)")
 
 
+def _check_arity(onnx, n, opset: int, where: str) -> None:
+    """Input and output counts against the ONNX schema (import rules index ``node.inputs``)."""
+    if n.domain not in ("", "ai.onnx"):
+        return
+    try:
+        schema = onnx.defs.get_schema(n.op_type, opset, "")
+    except Exception:  # noqa: BLE001 - SchemaError: unknown here, reported as unsupported later
+        return
+    for what, names, lo, hi, formal in (("inputs", n.input, schema.min_input, schema.max_input,
+                                         schema.inputs),
+                                        ("outputs", n.output, schema.min_output,
+                                         schema.max_output, schema.outputs)):
+        if not lo <= len(names) <= hi:
+            bound = f"{lo}" if lo == hi else f"{lo} to {hi}"
+            raise OnnxImportError(f"{where}: has {len(names)} {what}; {n.op_type}-{opset} takes "
+                                  f"{bound}")
+        single = onnx.defs.OpSchema.FormalParameterOption.Single
+        for i, (name, p) in enumerate(zip(names, formal)):
+            if not name and p.option == single and what == "inputs":
+                raise OnnxImportError(f"{where}: required input {i} ({p.name}) is empty")
+
+
 def load_onnx(path: str | os.PathLike) -> Graph:
     """Read an ONNX file into a OneModel Graph (verified)."""
+    from ._atomic import check_path
+
     onnx = _onnx()
-    path = os.fspath(path)
+    path = check_path(path, "load_onnx")
     if not os.path.exists(path):
         raise FileNotFoundError(f"no such file: {path!r}")
     try:
@@ -920,7 +972,11 @@ def load_onnx(path: str | os.PathLike) -> Graph:
     if any(t.data_location == onnx.TensorProto.EXTERNAL
            for t in onnx.external_data_helper._get_all_tensors(model)):
         _check_external(onnx, model, base)
-        onnx.external_data_helper.load_external_data_for_model(model, base)
+        try:
+            onnx.external_data_helper.load_external_data_for_model(model, base)
+        except Exception as exc:  # noqa: BLE001 - a malformed reference, an unreadable file
+            raise OnnxImportError(f"{path}: external data cannot be read: "
+                                  f"{type(exc).__name__}: {exc}") from None
     return from_onnx(model, label=path)
 
 
@@ -942,13 +998,15 @@ def from_onnx(model, label: str = "<model>") -> Graph:
     # initializers and constants
     consts: dict[str, np.ndarray] = {}
     for t in g.initializer:
-        consts[t.name] = _tensor_array(onnx, t, where(f"initializer {t.name!r}"))
+        consts[t.name] = _tensor_array(onnx, t, where(f"initializer {t.name!r:.80}"))
     if len(g.sparse_initializer):
         raise OnnxUnsupportedError(where("sparse initializers are not supported"))
     for name, arr in consts.items():
         ctx.entries[name] = Const(arr, name)
 
     # inputs
+    for vi in list(g.input) + list(g.output):
+        _text(vi.name, where("graph input/output name"))
     for vi in g.input:
         if vi.name in consts:
             continue
@@ -966,7 +1024,8 @@ def from_onnx(model, label: str = "<model>") -> Graph:
             if d.HasField("dim_value"):
                 shape.append(int(d.dim_value))
             elif d.HasField("dim_param") and d.dim_param:
-                shape.append(ctx.symbol(d.dim_param))
+                shape.append(ctx.symbol(_text(d.dim_param, where(f"input {vi.name!r} axis "
+                                                                 f"{axis}: dim_param"))))
             else:
                 shape.append(ctx.symbol(f"{vi.name}_dim{axis}"))
         t = TensorType(ONNX_TO_DTYPE[tt.elem_type], tuple(shape))
@@ -981,7 +1040,11 @@ def from_onnx(model, label: str = "<model>") -> Graph:
     # nodes
     nodes = []
     for k, n in enumerate(g.node):
+        label_n = f"node {k}"
+        for text in (n.op_type, n.domain, n.name, *n.input, *n.output):
+            _text(text, where(label_n))
         label_n = f"node {k} ({n.op_type}{' ' + repr(n.name) if n.name else ''})"
+        _check_arity(onnx, n, opset, where(label_n))
         attrs = {a.name: _attr_value(onnx, a, where(label_n)) for a in n.attribute}
         nodes.append(OnnxNode(n.op_type, list(n.input), list(n.output), attrs, n.name,
                               n.domain))
@@ -1011,12 +1074,18 @@ def from_onnx(model, label: str = "<model>") -> Graph:
                                                  f"supported on sizes computed from input "
                                                  f"shapes, not on tensor data"))
             err = None
-            for _opname, rule in cands:
+            for opname, rule in cands:
                 try:
                     results = rule(ctx, n)
                     break
                 except OnnxUnsupportedError as exc:
                     err = exc
+                except FormatError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - a malformed node trips up a rule
+                    raise OnnxImportError(where(
+                        f"{n.describe()}: malformed node (the {opname} import rule failed: "
+                        f"{type(exc).__name__}: {exc})")) from exc
             if results is None:
                 raise OnnxUnsupportedError(where(str(err)))
         if not isinstance(results, (list, tuple)):

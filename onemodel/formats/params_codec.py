@@ -116,7 +116,7 @@ def decode(obj: Any, where: str = "param", depth: int = 0) -> Any:
             except (ValueError, TypeError) as exc:
                 raise FormatError(f"{where}: {exc}") from None
         if tag == "$float":
-            if body not in _FLOATS:
+            if not isinstance(body, str) or body not in _FLOATS:
                 raise FormatError(f"{where}: $float must be \"inf\", \"-inf\" or \"nan\", got "
                                   f"{body!r}")
             return _FLOATS[body]

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..core.random import generator
 from ..core.tensor import Tensor
+from ..errors import ArgumentError
 
 
 def _write(t: Tensor, values: np.ndarray) -> Tensor:
@@ -23,8 +24,8 @@ def _write(t: Tensor, values: np.ndarray) -> Tensor:
 def calculate_fan_in_and_fan_out(t: Tensor) -> tuple[int, int]:
     shape = t._data.shape
     if len(shape) < 2:
-        raise ValueError("fan in and fan out can not be computed for a tensor with fewer than 2 "
-                         f"dimensions (shape {shape})")
+        raise ArgumentError("fan in and fan out can not be computed for a tensor with fewer than 2 "
+                            f"dimensions (shape {shape})")
     receptive = int(np.prod(shape[2:])) if len(shape) > 2 else 1
     return shape[1] * receptive, shape[0] * receptive
 
@@ -43,7 +44,7 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
         return math.sqrt(2.0 / (1 + slope ** 2))
     if nonlinearity == "selu":
         return 3.0 / 4
-    raise ValueError(f"unsupported nonlinearity {nonlinearity!r}")
+    raise ArgumentError(f"unsupported nonlinearity {nonlinearity!r}")
 
 
 def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core.dtype import DType
 from ..core.tensor import Tensor
-from ..errors import OneModelError
+from ..errors import ArgumentError, OneModelError
 from .parameter import Parameter
 
 
@@ -47,7 +47,7 @@ def _addindent(s: str, n: int) -> str:
 
 def _check_name(kind: str, name: Any) -> None:
     if not isinstance(name, str):
-        raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
+        raise ArgumentError(f"{kind} name should be a string, got {type(name).__name__}")
     if name == "":
         raise KeyError(f'{kind} name can\'t be empty string ""')
     if "." in name:
@@ -119,8 +119,8 @@ class NnModule:
         if hasattr(self, name) and name not in self._parameters:
             raise KeyError(f"attribute {name!r} already exists")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign a {type(param).__name__} object to parameter "
-                            f"{name!r} (om.nn.Parameter or None expected)")
+            raise ArgumentError(f"cannot assign a {type(param).__name__} object to parameter "
+                                f"{name!r} (om.nn.Parameter or None expected)")
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | np.ndarray | None,
@@ -136,8 +136,8 @@ class NnModule:
         if isinstance(tensor, np.ndarray):
             tensor = Tensor.from_numpy(tensor)
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign a {type(tensor).__name__} object to buffer {name!r} "
-                            f"(Tensor or None expected)")
+            raise ArgumentError(f"cannot assign a {type(tensor).__name__} object to buffer "
+                                f"{name!r} (Tensor or None expected)")
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers.discard(name)
@@ -151,7 +151,7 @@ class NnModule:
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute {name!r} already exists")
         if module is not None and not isinstance(module, NnModule):
-            raise TypeError(f"{type(module).__name__} is not an NnModule subclass")
+            raise ArgumentError(f"{type(module).__name__} is not an NnModule subclass")
         self._modules[name] = module
 
     register_module = add_module
@@ -166,8 +166,8 @@ class NnModule:
             return
         if params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign a {type(value).__name__} object to parameter "
-                                f"{name!r} (om.nn.Parameter or None expected)")
+                raise ArgumentError(f"cannot assign a {type(value).__name__} object to parameter "
+                                    f"{name!r} (om.nn.Parameter or None expected)")
             params[name] = None
             return
         modules = d.get("_modules")
@@ -178,8 +178,8 @@ class NnModule:
             return
         if modules is not None and name in modules:
             if value is not None:
-                raise TypeError(f"cannot assign a {type(value).__name__} object to child module "
-                                f"{name!r} (NnModule or None expected)")
+                raise ArgumentError(f"cannot assign a {type(value).__name__} object to child "
+                                    f"module {name!r} (NnModule or None expected)")
             modules[name] = None
             return
         buffers = d.get("_buffers")
@@ -187,8 +187,8 @@ class NnModule:
             if isinstance(value, np.ndarray):
                 value = Tensor.from_numpy(value)
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign a {type(value).__name__} object to buffer "
-                                f"{name!r} (Tensor or None expected)")
+                raise ArgumentError(f"cannot assign a {type(value).__name__} object to buffer "
+                                    f"{name!r} (Tensor or None expected)")
             buffers[name] = value
             return
         object.__setattr__(self, name, value)
@@ -301,7 +301,7 @@ class NnModule:
     def train(self, mode: bool = True) -> "NnModule":
         """Set training mode on this module and every submodule; returns self."""
         if not isinstance(mode, bool):
-            raise ValueError(f"train(mode): mode is expected to be a bool, got {mode!r}")
+            raise ArgumentError(f"train(mode): mode is expected to be a bool, got {mode!r}")
         object.__setattr__(self, "training", mode)
         for m in self.children():
             m.train(mode)
@@ -330,7 +330,7 @@ class NnModule:
         """Cast every floating-point parameter and buffer to ``dtype`` (in place; returns self)."""
         dt = DType.parse(dtype)
         if not dt.is_float:
-            raise TypeError(f"NnModule.to only accepts floating point dtypes, got {dt}")
+            raise ArgumentError(f"NnModule.to only accepts floating point dtypes, got {dt}")
         for t in list(self.parameters()) + list(self.buffers()):
             if t.dtype.is_float and t._data.dtype != dt.numpy:
                 t._data = t._data.astype(dt.numpy)
@@ -379,8 +379,8 @@ class NnModule:
         keys are an error when ``strict`` (the default) and are returned either way.
         """
         if not isinstance(state_dict, Mapping):
-            raise TypeError(f"load_state_dict expects a mapping of names to arrays, got "
-                            f"{type(state_dict).__name__}")
+            raise ArgumentError(f"load_state_dict expects a mapping of names to arrays, got "
+                                f"{type(state_dict).__name__}")
         own = OrderedDict(self._state_entries())
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]

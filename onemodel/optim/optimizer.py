@@ -5,6 +5,7 @@ them) and bump its version, outside autograd: a step is never recorded.
 """
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any, Iterable
 
@@ -23,6 +24,8 @@ def check_number(opt: str, name: str, value: Any, *, low: float = 0.0, high: flo
     """``value`` as a float in ``[low, high]`` (or ``[low, high)``), else an error naming it."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value:
         raise OptimizerError(f"{opt}: {name} must be a number, got {value!r}")
+    if value in (math.inf, -math.inf):
+        raise OptimizerError(f"{opt}: {name} must be finite, got {value!r}")
     value = float(value)
     bad = value < low or (high is not None and (value >= high if high_open else value > high))
     if bad:
@@ -43,7 +46,11 @@ class Optimizer:
         if isinstance(params, Tensor):
             raise OptimizerError(f"{name}: params must be an iterable of tensors or of dicts, "
                                  f"got a single Tensor (wrap it in a list)")
-        groups = list(params)
+        try:
+            groups = list(params)
+        except TypeError:
+            raise OptimizerError(f"{name}: params must be an iterable of tensors or of dicts, "
+                                 f"got {type(params).__name__}") from None
         if not groups:
             raise OptimizerError(f"{name} got an empty parameter list")
         if not isinstance(groups[0], dict):

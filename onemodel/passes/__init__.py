@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from ..core.graph import Graph
-from ..errors import GraphError, OneModelError
+from ..errors import ArgumentError, GraphError, OneModelError
 from ..registry.records import PassDef
 
 LEVELS = ("none", "basic", "all")
@@ -35,7 +35,15 @@ def passes_for(level: str, disabled: Iterable[str] = ()) -> list[PassDef]:
         raise OneModelError(f"unknown optimization level {level!r}; the levels are "
                             f"{', '.join(map(repr, LEVELS))}")
     table = REGISTRY.tables().passes
-    disabled = set(disabled)
+    if isinstance(disabled, str):
+        disabled = (disabled,)  # one pass name, not its letters
+    try:
+        names = list(disabled)
+    except TypeError:
+        names = None
+    if names is None or not all(isinstance(d, str) for d in names):
+        raise ArgumentError(f"disabled must list pass names (strings), got {disabled!r:.80}")
+    disabled = set(names)
     unknown = disabled - set(table)
     if unknown:
         raise OneModelError(f"cannot disable unknown pass(es) {sorted(unknown)}; installed passes: "
@@ -53,10 +61,11 @@ def run_pass(p: PassDef, graph: Graph, verify: bool = False) -> Graph:
     try:
         out = p.run(graph)
     except OneModelError as exc:
-        raise PassError(f"pass {p.name!r} ({p.provider}) failed: {exc}") from exc
+        raise PassError(f"pass {p.name!r} ({p.provider}) failed: {exc} (skip it with "
+                        f"disabled=[{p.name!r}])") from exc
     except Exception as exc:  # noqa: BLE001 - a plugin's pass may raise anything
         raise PassError(f"pass {p.name!r} ({p.provider}) failed: {type(exc).__name__}: "
-                        f"{exc}") from exc
+                        f"{exc} (skip it with disabled=[{p.name!r}])") from exc
     if not isinstance(out, Graph):
         raise PassError(f"pass {p.name!r} ({p.provider}) returned {type(out).__name__}, not a "
                         f"Graph")

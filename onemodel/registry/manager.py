@@ -203,15 +203,62 @@ class Registry:
 
     # -- public --------------------------------------------------------------------------
     def register(self, plugin: object, name: str | None = None) -> str:
-        """Add a plugin object at run time (notebooks, tests). Returns its registered name."""
+        """Add a plugin object at run time (notebooks, tests). Returns its registered name.
+
+        `PluginError` for anything that is not a plugin (no ``@hookimpl`` function named after a
+        hook), a hook of an unknown name or signature, and a name or object already registered.
+        """
+        if name is not None and (not isinstance(name, str) or not name):
+            raise PluginError(f"registry.register: name must be a non-empty str, got {name!r:.60}")
+        hooks = self._hook_names(plugin)
+        label = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+        if not hooks:
+            raise PluginError(
+                f"registry.register: {plugin!r:.60} is not a plugin: it has no function marked "
+                f"@onemodel.registry.hookimpl (hooks: {', '.join(self._hook_specs())})",
+                plugin=label)
         with self._lock:
             if not self._loaded_entry_points:
                 self._load_entry_points()
-            name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
-            self._pm.register(plugin, name=name)
+            name = label
+            if self._pm.get_plugin(name) is not None:
+                raise PluginError(f"registry.register: a plugin named {name!r} is registered "
+                                  f"already; unregister it first or pick another name",
+                                  plugin=name)
+            if self._pm.is_registered(plugin):
+                raise PluginError(f"registry.register: this plugin object is registered already "
+                                  f"(as {self._pm.get_name(plugin)!r})", plugin=name)
+            try:
+                self._pm.register(plugin, name=name)
+            except pluggy.PluginValidationError as exc:
+                why = "; ".join(str(exc).splitlines())
+                raise PluginError(f"registry.register: plugin {name!r} is invalid: {why}",
+                                  plugin=name) from None
+            unknown = [h for h in hooks if h not in self._hook_specs()]
+            if unknown:
+                self._pm.unregister(plugin)
+                raise PluginError(f"registry.register: plugin {name!r} implements unknown "
+                                  f"hook(s) {', '.join(unknown)}; the hooks are "
+                                  f"{', '.join(self._hook_specs())}", plugin=name)
             self._info_for(name)
             self._tables = None
             return name
+
+    def _hook_names(self, plugin: object) -> list[str]:
+        """The names of ``plugin``'s functions marked ``@hookimpl``."""
+        if plugin is None or isinstance(plugin, (str, bytes, int, float, complex)):
+            return []
+        out = []
+        for attr in dir(plugin):
+            try:
+                if self._pm.parse_hookimpl_opts(plugin, attr) is not None:
+                    out.append(attr)
+            except Exception:  # noqa: BLE001 - a property that raises is no hook
+                continue
+        return out
+
+    def _hook_specs(self) -> list[str]:
+        return sorted(RECORD_TYPES)
 
     def unregister(self, plugin_or_name: object) -> None:
         with self._lock:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..core.tensor import Tensor
-from ..errors import TraceException
+from ..errors import ArgumentError, TraceException
 from .check import check_trace
 from .traced_model import TracedModel
 from .tracer import Tracer, prune_unused
@@ -24,6 +24,8 @@ def trace(fn: Callable, example, *axis_names, check: bool = True, input_name: st
     """Trace ``fn(example)`` into a graph with input ``input`` and output ``output`` (``output_0``,
     ``output_1``... when ``fn`` returns a tuple). ``axis_names`` gives one name (symbolic) or
     None (fixed) per axis of the example. ``check`` re-runs eagerly at other sizes."""
+    if not callable(fn):
+        raise ArgumentError(f"om.trace: fn must be a callable, got {type(fn).__name__}")
     tracer = Tracer()
     if constant_names:
         tracer.constant_names.update(constant_names)

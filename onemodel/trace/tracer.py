@@ -6,6 +6,7 @@ refusal can name the operation and the user's line.
 """
 from __future__ import annotations
 
+import keyword
 import numbers
 from typing import Any
 
@@ -130,9 +131,10 @@ class Tracer:
                                  f"per axis")
         new_records = []
         for axis, (aname, size) in enumerate(zip(axis_names, arr.shape)):
-            if aname is not None and (not isinstance(aname, str) or not aname.isidentifier()):
+            if aname is not None and (not isinstance(aname, str) or not aname.isidentifier()
+                                      or keyword.iskeyword(aname)):
                 raise TraceException(f"input {name!r} axis {axis}: an axis name must be an "
-                                     f"identifier or None, got {aname!r}")
+                                     f"identifier (not a Python keyword) or None, got {aname!r}")
             new_records.append((name, axis, aname, int(size)))
         self._check_axes(self.axis_records + new_records)
         self.axis_records += new_records

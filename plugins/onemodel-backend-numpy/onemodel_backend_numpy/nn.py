@@ -155,10 +155,11 @@ def _max_pool_make(params, types):
     if oh < 1 or ow < 1:
         return None
     dtype = x.dtype.numpy
-    # one strided view per window offset: kh*kw elementwise maxima instead of a slow reduce
-    offsets = [(slice(i, i + sh * (oh - 1) + 1, sh), slice(j, j + sw * (ow - 1) + 1, sw))
-               for i in range(kh) for j in range(kw)]
-    first, rest = offsets[0], offsets[1:]
+    # separable: the maximum over the kh window rows (strided row views, long contiguous runs),
+    # then over the kw columns of that: (kh - 1) + (kw - 1) elementwise maxima instead of a
+    # slow reduce or kh*kw - 1 maxima over doubly strided views
+    rows = [slice(i, i + sh * (oh - 1) + 1, sh) for i in range(kh)]
+    cols = [slice(j, j + sw * (ow - 1) + 1, sw) for j in range(kw)]
     maximum = np.maximum
 
     def max_pool2d(x, out):
@@ -166,9 +167,18 @@ def _max_pool_make(params, types):
             xp = np.full((n, c, hp, wp), -np.inf, dtype)
             xp[:, :, ph:ph + h, pw:pw + w] = x
             x = xp
-        np.copyto(out, x[:, :, first[0], first[1]])
-        for a, b in rest:
-            maximum(out, x[:, :, a, b], out=out)
+        if kh == 1:
+            m = x[:, :, rows[0], :]
+        else:
+            m = maximum(x[:, :, rows[0], :], x[:, :, rows[1], :])
+            for r in rows[2:]:
+                maximum(m, x[:, :, r, :], out=m)
+        if kw == 1:
+            np.copyto(out, m[..., cols[0]])
+        else:
+            maximum(m[..., cols[0]], m[..., cols[1]], out=out)
+            for cs in cols[2:]:
+                maximum(out, m[..., cs], out=out)
         return out
 
     return PlanKernel(max_pool2d, OUT)
@@ -177,8 +187,8 @@ def _max_pool_make(params, types):
 # -- normalisation and softmax ---------------------------------------------------------------------
 def _softmax_make(params, types):
     x = types[0]
-    if not all_float_same([x]):
-        return None
+    if not all_float_same([x]) or 0 in x.shape:
+        return None  # an empty tensor: the op's own kernel
     axis = int(params.get("axis", -1))
 
     def softmax(x, out):

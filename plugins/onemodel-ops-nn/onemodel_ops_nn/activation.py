@@ -22,12 +22,16 @@ def _axis_infer(op):
 
 
 def softmax_array(x: np.ndarray, axis: int) -> np.ndarray:
+    if x.shape[axis] == 0:  # nothing to normalise (torch gives the empty result)
+        return np.empty_like(x)
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     e /= e.sum(axis=axis, keepdims=True)
     return e
 
 
 def log_softmax_array(x: np.ndarray, axis: int) -> np.ndarray:
+    if x.shape[axis] == 0:
+        return np.empty_like(x)
     shifted = x - x.max(axis=axis, keepdims=True)
     shifted -= np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
     return shifted

@@ -78,7 +78,10 @@ def _setup(log_probs, targets, input_lengths, target_lengths, blank):
     skip = np.zeros((n, big_l), dtype=bool)
     skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
     lpe = np.take_along_axis(log_probs, ext[None, :, :], axis=2)  # (T, N, L)
-    return il, tl, ext, skip, lpe
+    # the recursions run in float64 whatever the input: alpha and beta sum log-probabilities as
+    # large as the input's (-2e4 from logits of +-1e4), where float32's spacing (0.002) would
+    # make the gradient (exp of their differences) off by ~0.4%
+    return il, tl, ext, skip, lpe.astype(np.float64, copy=False)
 
 
 def _lse3(a, b, c):
@@ -135,7 +138,7 @@ def _forward(log_probs, targets, input_lengths, target_lengths, blank, reduction
         end = np.where(il > 0, end, np.where(tl == 0, 0.0, _NEG_INF))  # empty input
         nll = (-end).astype(log_probs.dtype)
     out = _reduce(nll, tl, reduction)
-    return out, (nll, il, tl, ext, skip, lpe, alpha)
+    return out, (-end, il, tl, ext, skip, lpe, alpha)  # the float64 nll: the vjp needs it
 
 
 def _reduce(nll, tl, reduction):
@@ -157,7 +160,7 @@ def _vjp(ctx, g):
     nll, il, tl, ext, skip, lpe, alpha = ctx.saved
     t_max, n, c = log_probs.shape
     reduction = ctx.params["reduction"]
-    dt = lpe.dtype
+    dt = lpe.dtype  # float64 (see _setup); the gradient is cast back to the input's dtype
     g = np.asarray(g, dtype=dt)
     if reduction == "none":
         scale = g
@@ -177,7 +180,7 @@ def _vjp(ctx, g):
         if impossible.any():  # PyTorch (zero_infinity=False): NaN over the sequence's frames
             frames = np.arange(t_max)[:, None] < il[None, :]
             grad[frames & impossible[None, :]] = np.nan
-    return grad, None, None, None
+    return grad.astype(log_probs.dtype, copy=False), None, None, None
 
 
 def _samples(rng):

@@ -1,6 +1,8 @@
 """linear(x, weight, bias=None): y = x @ weight.T + bias (weight is out x in, any leading dims)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from onemodel.core import TensorType
@@ -22,11 +24,16 @@ def _infer(x: TensorType, weight: TensorType, bias: TensorType | None) -> Tensor
     return TensorType(dtype, x.shape[:-1] + (weight.shape[0],))
 
 
+def _rows(a: np.ndarray) -> np.ndarray:
+    """``a`` as a matrix of its last axis (``reshape(-1, n)`` fails on an empty ``a``)."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
+
+
 def _kernel(x, weight, bias):
     dt = result_dtype(x, weight, bias)
     x, weight = as_dtype(x, dt), as_dtype(weight, dt)
     lead = x.shape[:-1]
-    y = np.matmul(x.reshape(-1, x.shape[-1]), weight.T)
+    y = np.matmul(_rows(x), weight.T)
     if bias is not None:
         y += as_dtype(bias, dt)
     return y.reshape(lead + (weight.shape[0],))
@@ -36,12 +43,12 @@ def _vjp(ctx, g):
     x, weight, bias = ctx.inputs
     need_x, need_w, need_b = ctx.needs_grad
     dt = g.dtype
-    g2 = g.reshape(-1, g.shape[-1])
+    g2 = _rows(g)
     gx = gw = gb = None
     if need_x:
         gx = np.matmul(g2, as_dtype(weight, dt)).reshape(x.shape)
     if need_w:
-        gw = np.matmul(g2.T, as_dtype(x, dt).reshape(-1, x.shape[-1]))
+        gw = np.matmul(g2.T, _rows(as_dtype(x, dt)))
     if need_b and bias is not None:
         gb = g2.sum(axis=0)
     return gx, gw, gb

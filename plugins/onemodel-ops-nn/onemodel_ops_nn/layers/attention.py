@@ -10,6 +10,7 @@ import copy
 import math
 
 from onemodel import DType, ops
+from onemodel.errors import ArgumentError
 from onemodel.nn import NnModule, init
 
 from ._util import as_tensor, new_param, positive_int, probability
@@ -23,8 +24,8 @@ def _additive(mask, what: str):
     if mask.dtype.is_float:
         return mask
     if mask.dtype != DType.BOOL:
-        raise TypeError(f"MultiheadAttention: {what} must be a bool or float tensor, got "
-                        f"{mask.dtype}")
+        raise ArgumentError(f"MultiheadAttention: {what} must be a bool or float tensor, got "
+                            f"{mask.dtype}")
     return ops.where(mask, float("-inf"), 0.0)
 
 
@@ -51,8 +52,8 @@ class MultiheadAttention(NnModule):
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
-            raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by "
-                             f"num_heads ({num_heads})")
+            raise ArgumentError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by "
+                                f"num_heads ({num_heads})")
         if add_bias_kv or add_zero_attn:
             raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are not "
                                       "supported")
@@ -100,12 +101,12 @@ class MultiheadAttention(NnModule):
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True,
                 attn_mask=None, average_attn_weights: bool = True, is_causal: bool = False):
         if is_causal and attn_mask is None:
-            raise ValueError("MultiheadAttention: is_causal=True is a hint that attn_mask is the "
-                             "causal mask; pass attn_mask as well")
+            raise ArgumentError("MultiheadAttention: is_causal=True is a hint that attn_mask is "
+                                "the causal mask; pass attn_mask as well")
         batched = query.ndim == 3
         if query.ndim not in (2, 3):
-            raise ValueError(f"MultiheadAttention: query should be 2-d (unbatched) or 3-d, got "
-                             f"shape {query.shape}")
+            raise ArgumentError(f"MultiheadAttention: query should be 2-d (unbatched) or 3-d, got "
+                                f"shape {query.shape}")
         if not batched:  # (L, E): a batch of one
             query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
             if key_padding_mask is not None:
@@ -128,8 +129,8 @@ class MultiheadAttention(NnModule):
             if mask.ndim == 3:
                 mask = mask.reshape(n, h, tgt, src)
             elif mask.ndim != 2:
-                raise ValueError(f"MultiheadAttention: attn_mask should be 2-d (L, S) or 3-d "
-                                 f"(N*num_heads, L, S), got shape {mask.shape}")
+                raise ArgumentError(f"MultiheadAttention: attn_mask should be 2-d (L, S) or 3-d "
+                                    f"(N*num_heads, L, S), got shape {mask.shape}")
         if key_padding_mask is not None:
             kpm = _additive(key_padding_mask, "key_padding_mask").reshape(n, 1, 1, src)
             mask = kpm if mask is None else mask + kpm
@@ -189,12 +190,12 @@ class TransformerEncoderLayer(NnModule):
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
             if activation not in _ACTIVATIONS:
-                raise ValueError(f"TransformerEncoderLayer: activation should be relu/gelu, not "
-                                 f"{activation!r}")
+                raise ArgumentError(f"TransformerEncoderLayer: activation should be relu/gelu, not "
+                                    f"{activation!r}")
             activation = _ACTIVATIONS[activation]
         elif not callable(activation):
-            raise TypeError(f"TransformerEncoderLayer: activation must be 'relu', 'gelu' or a "
-                            f"callable, got {activation!r}")
+            raise ArgumentError(f"TransformerEncoderLayer: activation must be 'relu', 'gelu' or a "
+                                f"callable, got {activation!r}")
         self.activation = activation
         self.batch_first = batch_first
 

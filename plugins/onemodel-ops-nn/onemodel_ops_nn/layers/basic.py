@@ -10,6 +10,7 @@ import numpy as np
 
 from onemodel import GradMode, Tensor, ops
 from onemodel.core import tracing_hooks
+from onemodel.errors import ArgumentError
 from onemodel.nn import NnModule, Parameter, init
 
 from ._util import new_param, positive_int, probability
@@ -74,8 +75,8 @@ class Embedding(NnModule):
         self.embedding_dim = positive_int("Embedding", "embedding_dim", embedding_dim, 0)
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(f"Embedding: padding_idx must be within num_embeddings "
-                                 f"({num_embeddings}), got {padding_idx}")
+                raise ArgumentError(f"Embedding: padding_idx must be within num_embeddings "
+                                    f"({num_embeddings}), got {padding_idx}")
             padding_idx = padding_idx % num_embeddings
         self.padding_idx = padding_idx
         if max_norm is not None or scale_grad_by_freq or sparse:
@@ -89,8 +90,8 @@ class Embedding(NnModule):
         else:
             w = np.asarray(_weight._data if isinstance(_weight, Tensor) else _weight)
             if w.shape != (num_embeddings, embedding_dim):
-                raise ValueError(f"Embedding: _weight has shape {w.shape}, expected "
-                                 f"{(num_embeddings, embedding_dim)}")
+                raise ArgumentError(f"Embedding: _weight has shape {w.shape}, expected "
+                                    f"{(num_embeddings, embedding_dim)}")
             self.weight = Parameter(Tensor.from_numpy(w), requires_grad=not _freeze)
 
     def reset_parameters(self) -> None:
@@ -103,7 +104,7 @@ class Embedding(NnModule):
                         **kwargs) -> "Embedding":
         arr = np.array(embeddings._data if isinstance(embeddings, Tensor) else embeddings)
         if arr.ndim != 2:
-            raise ValueError("Embedding.from_pretrained: embeddings must be 2-d")
+            raise ArgumentError("Embedding.from_pretrained: embeddings must be 2-d")
         return cls(arr.shape[0], arr.shape[1], padding_idx=padding_idx, _weight=arr,
                    _freeze=freeze, **kwargs)
 
@@ -160,7 +161,7 @@ class GELU(NnModule):
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
         if approximate not in ("none", "tanh"):
-            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+            raise ArgumentError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
         self.approximate = approximate
 
     def forward(self, x):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from onemodel import ops
+from onemodel.errors import ArgumentError
 from onemodel.nn import NnModule, init
 
 from ._util import new_param, pair, positive_int
@@ -28,8 +29,8 @@ class Conv2d(NnModule):
         self.out_channels = positive_int("Conv2d", "out_channels", out_channels)
         self.groups = positive_int("Conv2d", "groups", groups)
         if in_channels % groups or out_channels % groups:
-            raise ValueError(f"Conv2d: in_channels ({in_channels}) and out_channels "
-                             f"({out_channels}) must be divisible by groups ({groups})")
+            raise ArgumentError(f"Conv2d: in_channels ({in_channels}) and out_channels "
+                                f"({out_channels}) must be divisible by groups ({groups})")
         self.kernel_size = pair("Conv2d", "kernel_size", kernel_size, 1)
         self.stride = pair("Conv2d", "stride", stride, 1)
         self.dilation = pair("Conv2d", "dilation", dilation, 1)
@@ -42,16 +43,16 @@ class Conv2d(NnModule):
                 padding = (0, 0)
             elif padding == "same":
                 if self.stride != (1, 1):
-                    raise ValueError("Conv2d: padding='same' is not supported for strided "
-                                     "convolutions")
+                    raise ArgumentError("Conv2d: padding='same' is not supported for strided "
+                                        "convolutions")
                 totals = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
                 if any(t % 2 for t in totals):
                     raise NotImplementedError("Conv2d: padding='same' needs an odd effective "
                                               "kernel size here (asymmetric padding)")
                 padding = tuple(t // 2 for t in totals)
             else:
-                raise ValueError(f"Conv2d: invalid padding string {padding!r}, should be one "
-                                 f"of 'valid', 'same'")
+                raise ArgumentError(f"Conv2d: invalid padding string {padding!r}, should be one "
+                                    f"of 'valid', 'same'")
         self.padding = pair("Conv2d", "padding", padding, 0)
         kh, kw = self.kernel_size
         self.weight = new_param((out_channels, in_channels // groups, kh, kw), dtype)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from onemodel import ops
+from onemodel.errors import ArgumentError
 from onemodel.nn import NnModule
 
 from ._util import as_tensor, reduction
@@ -42,8 +43,8 @@ class CrossEntropyLoss(_Loss):
                  reduction: str = "mean", label_smoothing: float = 0.0) -> None:
         super().__init__(reduction)
         if size_average is not None or reduce is not None:
-            raise TypeError("CrossEntropyLoss: size_average and reduce are deprecated in "
-                            "PyTorch and not supported; use reduction=")
+            raise ArgumentError("CrossEntropyLoss: size_average and reduce are deprecated in "
+                                "PyTorch and not supported; use reduction=")
         if weight is not None:
             weight = as_tensor(weight)
             self.register_buffer("weight", weight)
@@ -51,8 +52,8 @@ class CrossEntropyLoss(_Loss):
             self.register_buffer("weight", None)
         self.ignore_index = int(ignore_index)
         if not 0.0 <= label_smoothing <= 1.0:
-            raise ValueError(f"CrossEntropyLoss: label_smoothing must be between 0.0 and 1.0, "
-                             f"got {label_smoothing}")
+            raise ArgumentError(f"CrossEntropyLoss: label_smoothing must be between 0.0 and 1.0, "
+                                f"got {label_smoothing}")
         self.label_smoothing = float(label_smoothing)
 
     def forward(self, input, target):
@@ -99,8 +100,8 @@ class CrossEntropyLoss(_Loss):
 
     def _soft(self, input, target):
         if tuple(target.shape) != tuple(input.shape):
-            raise ValueError(f"CrossEntropyLoss: probability targets must have the shape of the "
-                             f"input {tuple(input.shape)}, got {tuple(target.shape)}")
+            raise ArgumentError(f"CrossEntropyLoss: probability targets must have the shape of the "
+                                f"input {tuple(input.shape)}, got {tuple(target.shape)}")
         logp = ops.log_softmax(input, 1)
         n_classes = input.shape[1]
         if self.label_smoothing > 0.0:

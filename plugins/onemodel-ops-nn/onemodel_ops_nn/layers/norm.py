@@ -6,6 +6,7 @@ import numbers
 import numpy as np
 
 from onemodel import Tensor, ops
+from onemodel.errors import ArgumentError
 from onemodel.nn import NnModule, init
 
 from ._util import new_buffer, new_param, positive_int
@@ -58,7 +59,7 @@ class BatchNorm2d(NnModule):
 
     def forward(self, x):
         if x.ndim != 4:
-            raise ValueError(f"BatchNorm2d: expected 4D input (got {x.ndim}D input)")
+            raise ArgumentError(f"BatchNorm2d: expected 4D input (got {x.ndim}D input)")
         use_batch_stats = self.training or self.running_mean is None
         if self.training and self.track_running_stats:
             self._update_running_stats(x)
