@@ -25,8 +25,9 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 bench: $(STAMP)
-	$(PY) -m pytest benchmarks --benchmark-only -p no:randomly
-	$(PY) -m onemodel.tools.write_benchmarks
+	mkdir -p .benchmarks
+	$(PY) -m pytest benchmarks --benchmark-only -p no:randomly --benchmark-json .benchmarks/latest.json
+	$(PY) -m onemodel.tools.write_benchmarks .benchmarks/latest.json
 
 docs: $(STAMP)
 	$(PY) tools/update_ops_table.py

@@ -1,7 +1,10 @@
 import os
 import sys
 
-# the session benchmarks share their models with the tests (tests/session_models.py)
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+# the benchmarks share their models with the tests (tests/session_models.py, through
+# benchmarks/bench_models.py)
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for path in (ROOT, HERE):
+    if path not in sys.path:
+        sys.path.insert(0, path)

@@ -1,15 +1,15 @@
 """Sessions vs eager: `make bench` (pytest-benchmark), single-threaded BLAS via threadpoolctl.
 
 Each model is benchmarked eagerly (no grad) and in a Session at each optimization level; the
-group is "<model> b<batch>". `tools/session_bench_report.py` turns the saved JSON into the
-"Sessions" section of docs/benchmarks.md.
+group is "<model> b<batch>". `python -m onemodel.tools.write_benchmarks` turns the saved JSON
+into the "Sessions" section of docs/benchmarks.md.
 """
 from __future__ import annotations
 
 import pytest
 
 import onemodel as om
-from tests import session_models as models
+from bench_models import CASES, model, models
 
 threadpoolctl = pytest.importorskip("threadpoolctl")
 
@@ -20,34 +20,7 @@ def single_thread():
         yield
 
 
-def _encoder():
-    fn, _ = models.encoder_layer(primitives=True)
-    return fn, (64, 128), ("batch",)
-
-
-def _encoder_ops():
-    fn, _ = models.encoder_layer(primitives=False)
-    return fn, (64, 128), ("batch",)
-
-
-MODELS = {
-    "mlp": lambda: (*models.mlp(), ("batch",)),
-    "cnn": lambda: (*models.cnn(), ("batch",)),
-    "transformer": _encoder,
-    "transformer_ops": _encoder_ops,
-    "deep100": lambda: (*models.deep(), ("batch",)),
-    "branches8": lambda: (*models.branches(), ("batch",)),
-}
-BATCHES = {"transformer": (1, 16), "transformer_ops": (1, 16)}
-CASES = [(m, b) for m in MODELS for b in BATCHES.get(m, (1, 64))]
-_TRACED: dict = {}
-
-
-def _model(name):
-    if name not in _TRACED:
-        fn, shape, axes = MODELS[name]()
-        _TRACED[name] = (fn, shape, models.trace(fn, shape, axes=axes))
-    return _TRACED[name]
+_model = model
 
 
 @pytest.mark.parametrize("name,batch", CASES, ids=[f"{m}-b{b}" for m, b in CASES])

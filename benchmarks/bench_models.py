@@ -1,0 +1,39 @@
+"""The benchmark models (shared by test_bench_session.py and test_bench_backends.py): the models
+of tests/session_models.py, each with its input shape, symbolic axes and batch sizes."""
+from __future__ import annotations
+
+from tests import session_models as models
+
+
+def _encoder():
+    fn, _ = models.encoder_layer(primitives=True)
+    return fn, (64, 128), ("batch",)
+
+
+def _encoder_ops():
+    fn, _ = models.encoder_layer(primitives=False)
+    return fn, (64, 128), ("batch",)
+
+
+MODELS = {
+    "mlp": lambda: (*models.mlp(), ("batch",)),
+    "cnn": lambda: (*models.cnn(), ("batch",)),
+    "transformer": _encoder,
+    "transformer_ops": _encoder_ops,
+    "deep100": lambda: (*models.deep(), ("batch",)),
+    "branches8": lambda: (*models.branches(), ("batch",)),
+}
+BATCHES = {"transformer": (1, 16), "transformer_ops": (1, 16)}
+CASES = [(m, b) for m in MODELS for b in BATCHES.get(m, (1, 64))]
+_TRACED: dict = {}
+
+
+def model(name):
+    """(fn, input shape without the batch axis, traced model), traced once per process."""
+    if name not in _TRACED:
+        fn, shape, axes = MODELS[name]()
+        _TRACED[name] = (fn, shape, models.trace(fn, shape, axes=axes))
+    return _TRACED[name]
+
+
+__all__ = ["MODELS", "BATCHES", "CASES", "model", "models"]

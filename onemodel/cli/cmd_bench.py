@@ -1,0 +1,198 @@
+"""``onemodel bench FILE``: time a model on each backend (and ONNX Runtime when installed)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+
+from ._models import CliInputError, load_model
+from ._table import render
+
+EPILOG = """examples:
+  onemodel bench model.onemodel                          numpy and threaded, batch 1
+  onemodel bench model.onnx --backend threaded --batch 64 --threads 2
+  onemodel bench model.onemodel --runs 100 --dim seq=128  other symbolic axes set by name
+
+Feeds are random: floats standard normal, integers in [0, 4), booleans half true. A symbolic
+axis that is axis 0 of an input is a batch axis and takes --batch; every other symbolic axis
+takes 16 unless --dim NAME=SIZE says otherwise. Each backend runs --warmup times untimed, then
+--runs times timed; the table gives the median and the 10th/90th percentiles per run, and each
+median relative to the fastest. When onnxruntime is installed the model also runs there (with 1
+and with --threads intra-op threads, every graph optimisation on); a .onemodel file is exported
+to ONNX for it first. BLAS is held to one thread for the whole run (threadpoolctl), as in
+the benchmark suite: the numpy backend is single-threaded, the threaded backend's threads are
+its own pool (a multi-threaded BLAS call would leave a BLAS thread spinning on a core for
+seconds, slowing every row after it).
+"""
+
+
+def add_parser(sub):
+    p = sub.add_parser("bench", help="time a model on each backend (and ONNX Runtime)",
+                       description="Time a .onemodel or .onnx model on random feeds on each "
+                                   "backend, and on ONNX Runtime when it is installed.",
+                       epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", metavar="FILE", help="a .onemodel or .onnx file")
+    p.add_argument("--backend", default="numpy,threaded", metavar="NAMES",
+                   help="comma-separated backends (default: numpy,threaded)")
+    p.add_argument("--batch", type=int, default=1, metavar="N",
+                   help="size of the batch axes (default 1)")
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE",
+                   help="size of another symbolic axis (repeatable; default 16)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="threads for the threaded backend and ONNX Runtime "
+                        "(default: the number of CPUs)")
+    p.add_argument("--runs", type=int, default=20, metavar="N",
+                   help="timed runs per backend (default 20)")
+    p.add_argument("--warmup", type=int, default=3, metavar="N",
+                   help="untimed runs first (default 3)")
+    p.add_argument("--optimization", default="all", choices=("none", "basic", "all"))
+    p.add_argument("--no-ort", action="store_true", help="skip ONNX Runtime")
+    return p
+
+
+def _dims(specs: list[str]) -> dict[str, int]:
+    dims = {}
+    for spec in specs:
+        name, sep, size = spec.partition("=")
+        if not sep or not name or not size.strip().isdigit() or int(size) < 1:
+            raise CliInputError(f"--dim {spec!r}: expected NAME=SIZE with a positive size")
+        dims[name] = int(size)
+    return dims
+
+
+def _positive(name: str, value: int | None, allow_zero: bool = False) -> None:
+    if value is not None and (value < 0 or (value == 0 and not allow_zero)):
+        raise CliInputError(f"{name} must be {'>= 0' if allow_zero else 'positive'}, "
+                            f"got {value}")
+
+
+class _NoLimit:
+    def close(self) -> None:
+        pass
+
+
+def _one_blas_thread():
+    """BLAS held to one thread until ``.close()`` (nothing to do without threadpoolctl)."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - threadpoolctl comes with the threaded backend
+        return _NoLimit()
+    limiter = ThreadpoolController().limit(limits=1, user_api="blas")
+
+    class _Limit:
+        def close(self) -> None:
+            limiter.restore_original_limits()
+
+    return _Limit()
+
+
+class Progress:
+    """One status line on stderr, rewritten in place on a terminal; one line per stage
+    otherwise (logs stay readable)."""
+
+    def __init__(self, total: int, stream=None) -> None:
+        self.total = total
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.index = 0
+        self.name = ""
+
+    def stage(self, name: str) -> None:
+        self.index += 1
+        self.name = name
+        if not self.tty:
+            print(f"[{self.index}/{self.total}] timing {name} ...", file=self.stream,
+                  flush=True)
+        else:
+            self.update(0, 1)
+
+    def update(self, done: int, runs: int) -> None:
+        if self.tty:
+            self.stream.write(f"\r\033[K[{self.index}/{self.total}] {self.name}: "
+                              f"{done}/{runs} runs")
+            self.stream.flush()
+
+    def finish(self) -> None:
+        if self.tty:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def run(args) -> int:
+    import onemodel as om
+    from ..tools.bench import (axis_sizes, format_seconds, onnxruntime_version, ort_runner,
+                               random_feeds, time_calls)
+
+    backends = [b.strip() for b in args.backend.split(",") if b.strip()]
+    if not backends:
+        raise CliInputError("--backend: give at least one backend name")
+    installed = om.backends()
+    for b in backends:
+        if b not in installed:
+            raise CliInputError(f"--backend: unknown backend {b!r}; installed backends: "
+                                f"{', '.join(installed)}")
+    _positive("--batch", args.batch)
+    _positive("--runs", args.runs)
+    _positive("--warmup", args.warmup, allow_zero=True)
+    _positive("--threads", args.threads)
+    dims = _dims(args.dim)
+    threads = args.threads or os.cpu_count() or 1
+    traced = load_model(args.file)
+    graph = traced.graph
+    env = axis_sizes(graph, args.batch, dims)
+    feeds = random_feeds(graph, env)
+
+    ort_version = None if args.no_ort else onnxruntime_version()
+    ort_threads = sorted({1, threads}) if ort_version else []
+    stages = len(backends) + len(ort_threads)
+    progress = Progress(stages)
+    rows: list[tuple[str, object]] = []
+    notes: list[str] = []
+    blas = _one_blas_thread()
+    try:
+        for b in backends:
+            progress.stage(b)
+            options = {"threads": threads} if b == "threaded" else {}
+            with om.Session(traced, backend=b, optimization=args.optimization,
+                            **options) as s:
+                rows.append((b, time_calls(lambda: s.run(feeds), args.runs, args.warmup,
+                                           progress.update)))
+        if ort_threads:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = args.file
+                if not args.file.lower().endswith(".onnx"):
+                    path = os.path.join(tmp, "model.onnx")
+                    try:
+                        traced.save_onnx(path)
+                    except Exception as exc:  # noqa: BLE001 - report and keep our rows
+                        notes.append(f"onnxruntime skipped: ONNX export failed: "
+                                     f"{str(exc).splitlines()[0] if str(exc) else exc!r}")
+                        path = None
+                for n in ort_threads if path else ():
+                    name = f"onnxruntime {ort_version} ({n} thread{'s' if n > 1 else ''})"
+                    progress.stage(name)
+                    try:
+                        call = ort_runner(path, n, feeds)
+                        rows.append((name, time_calls(call, args.runs, args.warmup,
+                                                      progress.update)))
+                    except Exception as exc:  # noqa: BLE001 - report and keep our rows
+                        notes.append(f"{name} skipped: {type(exc).__name__}: "
+                                     f"{str(exc).splitlines()[0] if str(exc) else ''}")
+    finally:
+        progress.finish()
+        blas.close()
+
+    shapes = ", ".join(f"{name} {tuple(a.shape)} {a.dtype}" for name, a in feeds.items())
+    sizes = ", ".join(f"{k}={v}" for k, v in env.items())
+    print(f"{os.path.basename(args.file)}: {shapes}" + (f" ({sizes})" if sizes else ""))
+    print(f"{args.runs} runs after {args.warmup} warm-up, optimization={args.optimization}, "
+          f"threads={threads}")
+    best = min(t.median for _, t in rows)
+    table = [[name, format_seconds(t.median), format_seconds(t.p10), format_seconds(t.p90),
+              f"{t.median / best:.2f}x"] for name, t in rows]
+    print(render(["backend", "median", "p10", "p90", "vs fastest"], table))
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0

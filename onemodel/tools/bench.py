@@ -1,0 +1,171 @@
+"""Timing helpers shared by ``onemodel bench`` and benchmarks/: random feeds for a graph's
+inputs, a timer with warm-up and percentiles, ONNX Runtime sessions with a thread count.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable, Mapping
+
+import attrs
+import numpy as np
+
+from ..errors import OneModelError
+
+#: size given to a symbolic axis that is not a batch axis (axis 0 of an input), unless set
+DEFAULT_DIM = 16
+
+
+@attrs.frozen
+class Timing:
+    """Seconds per run: the median and the 10th and 90th percentiles of ``runs`` runs."""
+
+    median: float
+    p10: float
+    p90: float
+    runs: int
+
+    @classmethod
+    def of(cls, samples) -> "Timing":
+        a = np.asarray(samples, dtype=np.float64)
+        return cls(float(np.median(a)), float(np.percentile(a, 10)),
+                   float(np.percentile(a, 90)), len(a))
+
+
+def time_calls(fn: Callable[[], object], runs: int = 20, warmup: int = 3,
+               progress: Callable[[int, int], None] | None = None) -> Timing:
+    """Call ``fn`` ``warmup`` times untimed, then ``runs`` times timed."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for i in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+        if progress is not None:
+            progress(i + 1, runs)
+    return Timing.of(samples)
+
+
+def axis_sizes(graph, batch: int = 1, dims: Mapping[str, int] | None = None) -> dict[str, int]:
+    """A size for every symbolic axis of ``graph``'s inputs: ``dims[name]`` if given, else
+    ``batch`` for an axis that is axis 0 of an input, else `DEFAULT_DIM`."""
+    from ..core.symbolic import Dim
+
+    dims = dict(dims or {})
+    env: dict[str, int] = {}
+    for v in graph.inputs:
+        for axis, d in enumerate(v.shape):
+            if not isinstance(d, Dim):
+                continue
+            for name in sorted(d.symbols()):
+                if name in env:
+                    continue
+                if name in dims:
+                    env[name] = int(dims[name])
+                elif axis == 0 and d == Dim.symbol(name):
+                    env[name] = int(batch)
+    for v in graph.inputs:
+        for d in v.shape:
+            if isinstance(d, Dim):
+                for name in d.symbols():
+                    env.setdefault(name, int(dims.get(name, DEFAULT_DIM)))
+    return env
+
+
+def random_feeds(graph, env: Mapping[str, int], seed: int = 0) -> dict[str, np.ndarray]:
+    """Random arrays for ``graph``'s inputs at the sizes in ``env``: floats standard normal,
+    integers in [0, 4), booleans half true."""
+    from ..core.symbolic import evaluate
+
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for v in graph.inputs:
+        shape = tuple(int(evaluate(d, env)) for d in v.shape)
+        dt = np.dtype(v.dtype.numpy)
+        if dt.kind == "f":
+            a = rng.standard_normal(shape).astype(dt)
+        elif dt.kind in "iu":
+            a = rng.integers(0, 4, shape).astype(dt)
+        elif dt.kind == "b":
+            a = rng.random(shape) < 0.5
+        else:
+            raise OneModelError(f"input {v.name!r}: no random values for dtype {v.dtype}")
+        feeds[v.name] = a
+    return feeds
+
+
+def onnxruntime_version() -> str | None:
+    try:
+        import onnxruntime
+    except ImportError:
+        return None
+    return onnxruntime.__version__
+
+
+def ort_runner(onnx_path: str | os.PathLike, threads: int, feeds: Mapping[str, np.ndarray]
+               ) -> Callable[[], object]:
+    """A function running ``feeds`` in an ONNX Runtime CPU session with ``threads`` intra-op
+    threads and every graph optimisation (ORT_ENABLE_ALL)."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = int(threads)
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(os.fspath(onnx_path), so, providers=["CPUExecutionProvider"])
+    names = {i.name for i in sess.get_inputs()}
+    missing = [n for n in names if n not in feeds]
+    if missing:
+        raise OneModelError(f"ONNX Runtime wants input(s) {missing} that the model's feeds lack")
+    ort_feeds = {k: v for k, v in feeds.items() if k in names}
+    run = sess.run
+
+    def call():
+        return run(None, ort_feeds)
+
+    return call
+
+
+def parallel_capacity(seconds: float = 0.15) -> float:
+    """How much faster two threads run float32 GEMMs than one, now (2.0 on two free cores; near
+    1.0 when another program holds the second core). BLAS should be at one thread."""
+    import threading
+
+    a = np.random.default_rng(0).random((384, 384), dtype=np.float32)
+    outs = [np.empty_like(a), np.empty_like(a)]
+    t0 = time.perf_counter()
+    n = 0
+    while time.perf_counter() - t0 < seconds:
+        np.dot(a, a, out=outs[0])
+        n += 1
+
+    def work(o):
+        for _ in range(n):
+            np.dot(a, a, out=o)
+
+    t0 = time.perf_counter()
+    work(outs[0])
+    work(outs[1])
+    seq = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    th = threading.Thread(target=work, args=(outs[1],))
+    th.start()
+    work(outs[0])
+    th.join()
+    return seq / (time.perf_counter() - t0)
+
+
+def format_seconds(s: float) -> str:
+    us = s * 1e6
+    if us >= 1e6:
+        return f"{us / 1e6:.2f} s"
+    if us >= 1000:
+        return f"{us / 1000:.2f} ms"
+    return f"{us:.1f} µs"
+
+
+__all__ = ["DEFAULT_DIM", "Timing", "time_calls", "axis_sizes", "random_feeds", "ort_runner",
+           "onnxruntime_version", "parallel_capacity", "format_seconds"]

@@ -1,0 +1,140 @@
+"""The worker threads every threaded session shares, and the BLAS thread count.
+
+Work is never *assigned* to a worker: a run (or a split node) keeps its own queue of work, and a
+worker receives only an offer to help (``post(fn, arg)`` calls ``fn(arg)`` on a worker). The
+thread that owns the work keeps taking from the same queue, so nothing waits on a worker that is
+busy elsewhere: an offer that arrives late finds the queue empty and returns at once. That is
+also why a pool whose threads are gone (after ``os.fork``) cannot deadlock a run.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+
+
+class Pool:
+    """``workers`` daemon threads taking ``(fn, arg)`` offers from one queue."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = int(workers)
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._started = False
+
+    def start(self) -> None:
+        if self._started:
+            return
+        with self._lock:
+            if self._started:
+                return
+            for i in range(self.workers):
+                threading.Thread(target=self._loop, name=f"onemodel-threaded-{i}",
+                                 daemon=True).start()
+            self._started = True
+
+    def post(self, fn, arg) -> None:
+        self._queue.put((fn, arg))
+
+    def _loop(self) -> None:
+        get = self._queue.get
+        while True:
+            fn, arg = get()
+            try:
+                fn(arg)
+            except BaseException:  # noqa: BLE001 - the work records its own errors
+                pass
+
+
+_POOLS: dict[int, Pool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def pool_for(workers: int) -> Pool:
+    """The process-wide pool with ``workers`` threads (started on first use)."""
+    pool = _POOLS.get(workers)
+    if pool is None:
+        with _POOLS_LOCK:
+            pool = _POOLS.setdefault(workers, Pool(workers))
+    pool.start()
+    return pool
+
+
+class BlasThreads:
+    """The BLAS thread count runs of this backend need, set with threadpoolctl.
+
+    A parallel run needs BLAS at one thread (the pool is the parallelism; BLAS threads on top
+    would oversubscribe the cores); a sequential run may ask for ``threads`` BLAS threads
+    instead. The setting is process-wide, so runs share it: ``acquire(n)`` succeeds when no run
+    holds it or the runs holding it want the same ``n``, and the last `release` restores what
+    was there before. A run that cannot acquire it runs the plain sequential plan, which needs
+    no setting. A library already at ``n`` threads is left alone (nothing to do per run).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._current = 0
+        self._saved: list = []
+        self._libs: list | None = None
+
+    def _controllers(self) -> list:
+        if self._libs is None:
+            try:
+                from threadpoolctl import ThreadpoolController
+
+                self._libs = [lc for lc in ThreadpoolController().lib_controllers
+                              if lc.user_api == "blas"]
+            except Exception:  # noqa: BLE001 - no BLAS found: nothing to set
+                self._libs = []
+        return self._libs
+
+    def acquire(self, n: int) -> bool:
+        with self._lock:
+            if self._depth:
+                if self._current != n:
+                    return False
+                self._depth += 1
+                return True
+            saved = []
+            for lc in self._controllers():
+                before = lc.num_threads
+                if before != n:
+                    lc.set_num_threads(n)
+                    saved.append((lc, before))
+            self._saved = saved
+            self._current = n
+            self._depth = 1
+            return True
+
+    def release(self) -> None:
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0:
+                for lc, n in self._saved:
+                    lc.set_num_threads(n)
+                self._saved = []
+                self._current = 0
+
+
+BLAS = BlasThreads()
+
+
+def _after_fork() -> None:
+    """The child of a fork has none of the parent's threads: pools start afresh on next use."""
+    global _POOLS_LOCK
+    _POOLS_LOCK = threading.Lock()
+    for pool in _POOLS.values():
+        pool._queue = queue.SimpleQueue()
+        pool._lock = threading.Lock()
+        pool._started = False
+    BLAS._lock = threading.Lock()
+    BLAS._depth = 0
+    BLAS._current = 0
+    BLAS._saved = []
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+__all__ = ["Pool", "pool_for", "BlasThreads", "BLAS"]
