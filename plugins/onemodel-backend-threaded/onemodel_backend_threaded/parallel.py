@@ -349,7 +349,7 @@ class ParallelPlan(Plan):
             node = self._failing_node(exc)
             if node is None:
                 raise
-            raise node_error(node, exc) from exc
+            raise node_error(node, exc, self._providers.get(id(node))) from exc
         finally:
             idle.append(r)
         return dict(zip(self.output_names, outs))
