@@ -96,6 +96,17 @@ class Rewriter:
         self.changed = True
         return name
 
+    def replace_producers(self, replace: dict[str, Node]) -> Graph:
+        """The graph with the node producing each key of ``replace`` swapped for its value (a
+        recognised pattern collapsed into one node); the pattern's dead nodes are left for dead-
+        code elimination. The graph itself when ``replace`` is empty."""
+        if not replace:
+            return self.graph
+        for node in self.graph.nodes:
+            self.emit(replace.get(node.outputs[0], node) if len(node.outputs) == 1 else node)
+        self.changed = True
+        return self.finish()
+
     def finish(self) -> Graph:
         outputs = tuple((o, self.resolve(v)) for o, v in self.graph.outputs)
         return rebuild(self.graph, self.nodes, outputs=outputs, extra_values=self.extra,

@@ -83,12 +83,7 @@ def recognize_attention(graph: Graph) -> Graph:
         if not same_type(t, graph.values[out.outputs[0]].type):
             continue
         replace[out.outputs[0]] = node
-    if not replace:
-        return graph
-    for node in graph.nodes:
-        rw.emit(replace.get(node.outputs[0], node) if len(node.outputs) == 1 else node)
-    rw.changed = True
-    return rw.finish()
+    return rw.replace_producers(replace)
 
 
 PASS = PassDef(name="recognize_attention", level="all", run=recognize_attention, order=5,

@@ -75,12 +75,7 @@ def recognize_gelu(graph: Graph) -> Graph:
         if final is None or not same_type(graph.values[final].type, graph.values[x].type):
             continue
         replace[final] = Node("gelu", (x,), (final,), {"approximate": approx}, t.source)
-    if not replace:
-        return graph
-    for node in graph.nodes:
-        rw.emit(replace.get(node.outputs[0], node) if len(node.outputs) == 1 else node)
-    rw.changed = True
-    return rw.finish()
+    return rw.replace_producers(replace)
 
 
 PASS = PassDef(name="recognize_gelu", level="all", run=recognize_gelu, order=5,

@@ -99,12 +99,7 @@ def recognize_layer_norm(graph: Graph) -> Graph:
                 final, bias = shifted
         replace[final] = Node("layer_norm", (x, weight, bias), (final,),
                               {"normalized_shape": (width,), "eps": float(eps)}, div.source)
-    if not replace:
-        return graph
-    for node in graph.nodes:
-        rw.emit(replace.get(node.outputs[0], node) if len(node.outputs) == 1 else node)
-    rw.changed = True
-    return rw.finish()
+    return rw.replace_producers(replace)
 
 
 PASS = PassDef(name="recognize_layer_norm", level="all", run=recognize_layer_norm, order=5,
