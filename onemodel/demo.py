@@ -222,31 +222,35 @@ def deploy(model: om.nn.NnModule, data: Dataset, out_dir: str, repeat: int = 30)
         with om.GradMode.no_grad():
             return model(Tensor.from_numpy(x)).numpy()
 
-    runners = [("eager", "-", eager)]
-    sessions = []
-    for label, source in (("traced", traced), ("reloaded .onemodel", om.load(om_path)),
-                          ("reloaded .onnx", om.load_onnx(onnx_path))):
+    # each way of running gets its session only while it is measured, so a threaded
+    # backend's idle workers never share the cores with the next measurement
+    sources = (("traced", traced), ("reloaded .onemodel", om.load(om_path)),
+               ("reloaded .onnx", om.load_onnx(onnx_path)))
+    runners = [("eager", "-", lambda: (eager, None))]
+    for label, source in sources:
         for backend in om.backends():
-            session = source.create_session(backend=backend)
-            sessions.append(session)
-            runners.append((label, backend,
-                            lambda x, s=session: s.run({"input": x})["output"].numpy()))
+            def start(source=source, backend=backend):
+                session = source.create_session(backend=backend)
+                return (lambda x: session.run({"input": x})["output"].numpy()), session
+            runners.append((label, backend, start))
     try:
         import onnxruntime as ort
     except ImportError:
         ort = None
     if ort is not None:
-        ort_session = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
-        runners.append(("onnxruntime", ort.__version__,
-                        lambda x: ort_session.run(None, {"input": x})[0]))
+        def start_ort():
+            session = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+            return (lambda x: session.run(None, {"input": x})[0]), None
+        runners.append(("onnxruntime", ort.__version__, start_ort))
     rows = []
-    for label, backend, run in runners:
+    for label, backend, start in runners:
+        run, session = start()
         rows.append({"model": label, "backend": backend,
                      "accuracy": _accuracy_of(run, data.x_test, data.y_test),
                      "batch 1 ms": _median_ms(lambda: run(x1), repeat),
                      "batch 64 ms": _median_ms(lambda: run(x64), max(repeat // 3, 3))})
-    for session in sessions:
-        session.close()
+        if session is not None:
+            session.close()
     return rows
 
 
