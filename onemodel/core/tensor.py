@@ -401,7 +401,8 @@ class Tensor:
     def __imul__(self, o): return self._inplace(_protocol_op("__mul__"), (o,), {}, "__imul__")
 
     def __repr__(self) -> str:
-        body = np.array2string(self._data, separator=", ", precision=4, threshold=50)
+        body = np.array2string(self._data, separator=", ", precision=4, threshold=50,
+                               prefix="tensor(")
         extra = ", requires_grad=True" if self.requires_grad else ""
         return f"tensor({body}, dtype={self.dtype}{extra})"
 
