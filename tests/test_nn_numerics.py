@@ -84,7 +84,8 @@ def test_batch_norm_is_refused_by_the_tracer_only_in_training():
     op = om.registry.ops()["batch_norm"]
     assert op.trace_refusal({"training": True}) is not None
     assert op.trace_refusal({"training": False}) is None
-    assert op.pure is False
+    assert not op.is_pure({"training": True})  # updates the running statistics in place
+    assert op.is_pure({"training": False})
 
 
 # -- ctc_loss against brute force -----------------------------------------------------------------

@@ -296,3 +296,25 @@ def as_graph(obj, what: str = "this") -> Graph:
     if isinstance(graph, Graph):
         return graph
     raise NotAGraphError(f"{what} expects a Graph or a TracedModel, got {type(obj).__name__}")
+
+
+def has_effects(node: Node) -> bool:
+    """True when the node's op is impure for its params (or unknown): it must run even when
+    nothing reads its outputs, and must not be folded or merged."""
+    from ..registry import REGISTRY
+
+    op = REGISTRY.tables().ops.get(node.op)
+    return op is None or not op.is_pure(node.params)
+
+
+def live_nodes(nodes: Iterable[Node], needed: Iterable[str], keep=has_effects) -> list[Node]:
+    """The nodes the values ``needed`` depend on, plus those ``keep(node)`` says must run (by
+    default: nodes with effects), in their original order."""
+    needed = set(needed)
+    out = []
+    for node in reversed(list(nodes)):
+        if any(o in needed for o in node.outputs) or keep(node):
+            out.append(node)
+            needed.update(i for i in node.inputs if i is not None)
+    out.reverse()
+    return out

@@ -30,7 +30,7 @@ import attrs
 import numpy as np
 
 from ..errors import OneModelError
-from .graph import Graph, Node
+from .graph import Graph, Node, live_nodes
 from .interpreter import node_error
 from .symbolic import evaluate, evaluate_nested
 from .types import TensorType
@@ -215,14 +215,8 @@ def build_plan(graph: Graph, env: Mapping[str, int], output_names: Sequence[str]
     out_map = dict(graph.outputs)
     wanted = [out_map[o] for o in output_names]
     # Keep the nodes the asked outputs need (and impure ones: they run for their effects).
-    needed = set(wanted)
-    keep: list[Node] = []
-    for node in reversed(graph.nodes):
-        op = ops.get(node.op)
-        if any(o in needed for o in node.outputs) or (op is not None and not op.pure):
-            keep.append(node)
-            needed.update(i for i in node.inputs if i is not None)
-    keep.reverse()
+    keep = live_nodes(graph.nodes, wanted,
+                      lambda n: n.op in ops and not ops[n.op].is_pure(n.params))
 
     consts = graph.initializers
     feeds = [v.name for v in graph.inputs]

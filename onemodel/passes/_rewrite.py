@@ -143,15 +143,3 @@ def freeze(value: Any):
     except TypeError:
         return None
     return (type(value).__name__, value)
-
-
-def live_nodes(nodes: Iterable[Node], outputs: Iterable[str], pure) -> list[Node]:
-    """Nodes needed for ``outputs`` (and impure nodes), in order."""
-    needed = set(outputs)
-    keep = []
-    for n in reversed(list(nodes)):
-        if any(o in needed for o in n.outputs) or not pure(n.op):
-            keep.append(n)
-            needed.update(i for i in n.inputs if i is not None)
-    keep.reverse()
-    return keep

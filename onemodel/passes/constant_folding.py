@@ -25,7 +25,7 @@ def fold_constants(graph: Graph) -> Graph:
         op = ops.get(node.op)
         arrays = [rw.const(i) for i in node.inputs]
         foldable = (
-            op is not None and op.pure
+            op is not None and op.is_pure(node.params)
             and all(a is not None for i, a in zip(node.inputs, arrays) if i is not None)
             and not params_symbolic(node)
             and all(not any(isinstance(d, Dim) for d in graph.values[o].shape)

@@ -28,7 +28,7 @@ def eliminate_common_subexpressions(graph: Graph) -> Graph:
     for node in graph.nodes:
         op = ops.get(node.op)
         node = rw.emit(node)
-        if op is None or not op.pure:
+        if op is None or not op.is_pure(node.params):
             continue
         pkey = freeze(dict(node.params))
         if pkey is None:

@@ -7,17 +7,13 @@ from __future__ import annotations
 from ..core.graph import Graph, rebuild
 from ..registry import REGISTRY
 from ..registry.records import PassDef
-from ._rewrite import live_nodes
+from ..core.graph import live_nodes
 
 
 def eliminate_dead_code(graph: Graph) -> Graph:
     ops = REGISTRY.tables().ops
-
-    def pure(name: str) -> bool:
-        op = ops.get(name)
-        return op is None or op.pure
-
-    keep = live_nodes(graph.nodes, [v for _, v in graph.outputs], pure)
+    keep = live_nodes(graph.nodes, [v for _, v in graph.outputs],
+                      lambda n: n.op in ops and not ops[n.op].is_pure(n.params))
     if len(keep) == len(graph.nodes):
         used = {i for n in graph.nodes for i in n.inputs} | {v for _, v in graph.outputs}
         if all(k in used for k in graph.initializers):

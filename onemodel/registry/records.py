@@ -101,6 +101,8 @@ class OpDef:
     * ``vjp(ctx, *grads)`` returns one gradient (or None) per input; None means "not
       differentiable". Broadcasting and dtype of gradients are reduced by the core.
     * ``untraceable`` is None (traceable), a reason, or ``f(params) -> reason | None``.
+    * ``pure`` is False when the op has effects beyond its outputs (random draws, in-place
+      updates), or ``f(params) -> bool`` when that depends on params; see `is_pure`.
     * ``signature`` (optional) is the positional order of a call when it is not "inputs, then
       params": every input and param name once, e.g. ``("x", "normalized_shape", "weight",
       "bias", "eps")`` for ``layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5)``.
@@ -122,7 +124,7 @@ class OpDef:
     methods: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     reflected: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     inplace: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
-    pure: bool = True
+    pure: bool | Callable = True
     doc: str = ""
     provider: str | None = None  # set by the registry: "distribution version" or plugin name
     signature: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
@@ -130,6 +132,11 @@ class OpDef:
     @property
     def variadic(self) -> bool:
         return len(self.inputs) == 1 and self.inputs[0].endswith("*")
+
+    def is_pure(self, params: Mapping[str, Any]) -> bool:
+        """Whether this application has no effect but its outputs (so it may be dropped, folded
+        or merged); ``pure`` may be a bool or ``f(params) -> bool`` (batch_norm: only in eval)."""
+        return bool(self.pure(params) if callable(self.pure) else self.pure)
 
     def trace_refusal(self, params: Mapping[str, Any]) -> str | None:
         """The reason this application cannot be traced, or None."""

@@ -32,21 +32,11 @@ def _where() -> str:
 
 
 def prune_unused(graph):
-    """The graph without pure nodes whose outputs nothing uses."""
-    from ..core.graph import rebuild
-    from ..registry import REGISTRY
+    """The graph without recorded nodes whose results nothing uses (and that have no effects)."""
+    from ..core.graph import live_nodes, rebuild
 
-    ops = REGISTRY.tables().ops
-    needed = {v for _, v in graph.outputs}
-    keep = []
-    for node in reversed(graph.nodes):
-        op = ops.get(node.op)
-        if any(o in needed for o in node.outputs) or (op is not None and not op.pure):
-            keep.append(node)
-            needed.update(i for i in node.inputs if i is not None)
-    if len(keep) == len(graph.nodes):
-        return graph
-    return rebuild(graph, reversed(keep))
+    keep = live_nodes(graph.nodes, [v for _, v in graph.outputs])
+    return graph if len(keep) == len(graph.nodes) else rebuild(graph, keep)
 
 
 class Tracer:

@@ -41,3 +41,25 @@ def test_keeps_impure_nodes(registered):
     registered(Plugin(), "dce-test")
     out = apply("dead_code_elimination", _graph("dce_test_effect"))
     assert counts(out) == {"dce_test_effect": 1, "tanh": 1}
+
+
+def test_batch_norm_is_pure_only_in_eval_mode():
+    import onemodel as om
+    from onemodel.core.graph import GraphBuilder
+    from onemodel.core.types import TensorType
+    from onemodel.core.dtype import DType
+    from onemodel.passes.dead_code import eliminate_dead_code
+
+    import numpy as np
+
+    for training, kept in ((False, False), (True, True)):
+        b = GraphBuilder()
+        b.add_input("x", TensorType(DType.F32, (4, 3)))
+        b.add_initializer("m", np.zeros(3, np.float32))
+        b.add_initializer("v", np.ones(3, np.float32))
+        b.add_node("batch_norm", ["x", "m", "v", None, None], [TensorType(DType.F32, (4, 3))],
+                   {"training": training, "momentum": 0.1, "eps": 1e-5})
+        (y,) = b.add_node("relu", ["x"], [TensorType(DType.F32, (4, 3))])
+        graph = b.finish([("y", y.name)]).verify()
+        ops = [n.op for n in eliminate_dead_code(graph).nodes]
+        assert ("batch_norm" in ops) == kept

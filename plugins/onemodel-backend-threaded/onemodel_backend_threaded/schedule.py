@@ -208,7 +208,7 @@ def _unit_preds(steps, unit_of, n_units, pure):
         for a in st.node.inputs:
             if a is not None and a in producer and unit_of[producer[a]] != u:
                 upreds[u].add(unit_of[producer[a]])
-        if not pure(st.node.op):  # effects keep their order
+        if not pure(st.node):  # effects keep their order
             if last_impure is not None and last_impure != u:
                 upreds[u].add(last_impure)
             last_impure = u
@@ -243,9 +243,9 @@ def analyse(plan, graph, env: dict, kernels: dict, *, threads: int, handoff: flo
     n = len(steps)
     opdefs = all_ops()
 
-    def pure(name):
-        op = opdefs.get(name)
-        return op is None or op.pure
+    def pure(node):
+        op = opdefs.get(node.op)
+        return op is None or op.is_pure(node.params)
 
     costs = []
     for st in steps:

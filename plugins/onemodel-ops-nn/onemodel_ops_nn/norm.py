@@ -133,7 +133,7 @@ batch_norm = OpDef(
     untraceable=lambda params: (
         "batch_norm in training mode uses batch statistics and updates the running statistics "
         "in place; trace the model in eval mode (model.eval())" if params["training"] else None),
-    pure=False,
+    pure=lambda params: not params.get("training", False),  # eval mode has no effects
     doc="Batch normalisation over axis 1 of (N, C, ...) input (torch.nn.functional.batch_norm). "
         "training=True normalises with the batch statistics (biased variance) and updates "
         "running_mean / running_var in place (momentum rule, unbiased variance); training=False "
