@@ -209,6 +209,22 @@ def _is_literal(v) -> bool:
     return False
 
 
+def input_types(node: Node, types: Mapping[str, TensorType],
+                consts: Mapping[str, np.ndarray]) -> list:
+    """The concrete input types of ``node``: a `ConstantType` (carrying the array) for inputs
+    that are graph constants, None for absent optional inputs."""
+    out = []
+    for i in node.inputs:
+        if i is None:
+            out.append(None)
+        elif i in consts:
+            t = types[i]
+            out.append(ConstantType(t.dtype, t.shape, value=consts[i]))
+        else:
+            out.append(types[i])
+    return out
+
+
 def build_plan(graph: Graph, env: Mapping[str, int], output_names: Sequence[str],
                kernels: Mapping[str, Any], ops: Mapping[str, Any]) -> "Plan":
     """Compile ``graph`` at the sizes in ``env`` for ``output_names`` (see the module doc)."""
@@ -228,15 +244,7 @@ def build_plan(graph: Graph, env: Mapping[str, int], output_names: Sequence[str]
         if op is None:
             raise PlanError(f"node {node.describe()}: op {node.op!r} is not installed")
         params = evaluate_nested(dict(node.params), env)
-        in_types = []
-        for i in node.inputs:
-            if i is None:
-                in_types.append(None)
-            elif i in consts:
-                t = types[i]
-                in_types.append(ConstantType(t.dtype, t.shape, value=consts[i]))
-            else:
-                in_types.append(types[i])
+        in_types = input_types(node, types, consts)
         try:
             pk = _choose_kernel(node, op, kernels.get(node.op), params, in_types)
         except PlanError:

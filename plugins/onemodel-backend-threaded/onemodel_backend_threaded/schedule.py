@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import attrs
 
-from onemodel.core.plan import ConstantType
+from onemodel.core.plan import input_types
 from onemodel.core.symbolic import evaluate_nested
 
 from . import costs as cost_model
@@ -64,16 +64,7 @@ class Schedule:
 
 
 def _types_of(node, types, consts):
-    in_types = []
-    for a in node.inputs:
-        if a is None:
-            in_types.append(None)
-        elif a in consts:
-            t = types[a]
-            in_types.append(ConstantType(t.dtype, t.shape, value=consts[a]))
-        else:
-            in_types.append(types[a])
-    return in_types, [types[o] for o in node.outputs]
+    return input_types(node, types, consts), [types[o] for o in node.outputs]
 
 
 def _find_regions(steps, types, consts, env, kernels, costs, threads, handoff, step_flops,
