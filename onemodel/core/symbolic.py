@@ -46,6 +46,10 @@ class _Atom:
                 raise SymbolicError(f"symbolic size {self.key!r} is not bound") from None
         a = self.a.evaluate(env)
         b = evaluate(self.b, env)
+        if self.op == "min":
+            return min(a, b)
+        if self.op == "max":
+            return max(a, b)
         if b == 0:
             raise SymbolicError(f"division by zero evaluating {self.key}")
         return a // b if self.op == "//" else a % b
@@ -186,6 +190,18 @@ class Dim:
     def __rmod__(self, other: DimLike) -> DimLike:
         return Dim._of(other) % self
 
+    # -- min and max (exact slice lengths on symbolic axes) -----------------------------------
+    @staticmethod
+    def min(a: DimLike, b: DimLike) -> DimLike:
+        """The smaller of two sizes: an int when both are ints or their order is provable
+        (symbolic axes are at least 1), else an opaque ``min(a, b)``."""
+        return _extremum("min", a, b)
+
+    @staticmethod
+    def max(a: DimLike, b: DimLike) -> DimLike:
+        """The larger of two sizes (see `Dim.min`)."""
+        return _extremum("max", a, b)
+
     # -- inspection ------------------------------------------------------------------------
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Dim):
@@ -237,6 +253,38 @@ class Dim:
         return f"Dim({str(self)!r})"
 
 
+def provably_nonneg(value: DimLike) -> bool:
+    """Whether ``value >= 0`` for every size of its symbols, knowing only that a symbolic axis
+    is at least 1 and that ``//``, ``%``, ``min`` and ``max`` of sizes are at least 0. A
+    sufficient test (False means "not proven", not "negative")."""
+    if not isinstance(value, Dim):
+        return int(value) >= 0
+    low = 0
+    for m, c in value.terms:
+        if m == ():
+            low += c
+        elif c < 0:
+            return False
+        elif all(_ATOMS[k].op is None for k in m):
+            low += c  # a product of axes is at least 1
+    return low >= 0
+
+
+def _extremum(op: str, a: DimLike, b: DimLike) -> DimLike:
+    if not isinstance(a, Dim) and not isinstance(b, Dim):
+        return min(int(a), int(b)) if op == "min" else max(int(a), int(b))
+    if provably_nonneg(a - b):  # a >= b
+        return b if op == "min" else a
+    if provably_nonneg(b - a):
+        return a if op == "min" else b
+    sa, sb = str(a), str(b)
+    if (not isinstance(a, Dim), sa) > (not isinstance(b, Dim), sb):  # one atom for min(a, b)
+        a, b, sa, sb = b, a, sb, sa                                 # and min(b, a); ints last
+    key = f"{op}({sa}, {sb})"
+    first = Dim._of(a)
+    return Dim({(_atom(key, op, first, b).key,): 1})
+
+
 def _wrap(v: DimLike) -> str:
     s = str(v)
     return s if s.replace("_", "a").isalnum() or s.startswith("(") else f"({s})"
@@ -257,8 +305,12 @@ def _from_ast(node, text: str) -> DimLike:
         fn = ops.get(type(node.op))
         if fn is not None:
             return fn()
-    raise SymbolicError(f"malformed symbolic size {text!r}: only integers, names and + - * // % "
-                        f"are allowed")
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in ("min", "max") and len(node.args) == 2 and not node.keywords):
+        a, b = (_from_ast(arg, text) for arg in node.args)
+        return Dim.min(a, b) if node.func.id == "min" else Dim.max(a, b)
+    raise SymbolicError(f"malformed symbolic size {text!r}: only integers, names, + - * // % "
+                        f"and min(a, b) / max(a, b) are allowed")
 
 
 def is_symbolic(value: object) -> bool:

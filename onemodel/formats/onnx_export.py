@@ -346,6 +346,8 @@ class ExportContext:
         a, b = self.dim(atom.a), self.dim(atom.b)
         if atom.op == "//":
             out = self.make_node("Div", [a, b], name="size")  # sizes are >= 0: trunc == floor
+        elif atom.op in ("min", "max"):
+            out = self.make_node(atom.op.capitalize(), [a, b], name="size")
         else:
             out = self.make_node("Mod", [a, b], name="size", fmod=0)
         self._dim_cache[key] = out
