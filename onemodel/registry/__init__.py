@@ -8,8 +8,8 @@ from __future__ import annotations
 from ..errors import OneModelError, PluginError
 from .hookspecs import hookimpl, hookspec
 from .manager import DISABLE_ENV, ENTRY_POINT_GROUP, REGISTRY, PluginInfo
-from .records import (REQUIRED, BackendDef, KernelDef, ModuleDef, OnnxSpec, OpDef, Param,
-                      PassDef, Sample, VjpContext)
+from .records import (REQUIRED, BackendDef, KernelDef, ModuleDef, OnnxSpec, OpCost, OpDef,
+                      OpTraits, Param, PassDef, Pointwise, Sample, VjpContext)
 
 
 def register(plugin: object, name: str | None = None) -> str:
@@ -77,4 +77,5 @@ class UnknownOpError(OneModelError, AttributeError):
 __all__ = ["hookimpl", "hookspec", "register", "unregister", "ops", "get_op", "kernels",
            "backends", "passes", "modules", "plugins", "errors", "OpDef", "Param", "Sample",
            "VjpContext", "OnnxSpec", "KernelDef", "BackendDef", "PassDef", "ModuleDef",
+           "OpTraits", "Pointwise", "OpCost",
            "REQUIRED", "ENTRY_POINT_GROUP", "DISABLE_ENV", "UnknownOpError", "PluginError"]

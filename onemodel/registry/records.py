@@ -5,9 +5,12 @@ that nothing changes a record after the registry validated it.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Iterable, Mapping
 
 import attrs
+
+from . import formula as _formula
 
 REQUIRED = attrs.make_class("Required", [], repr=False)()  # sentinel: parameter has no default
 
@@ -81,6 +84,121 @@ def _optional_callable(inst, attribute, value):
         raise TypeError(f"{attribute.name} must be callable or None, got {type(value).__name__}")
 
 
+@attrs.frozen(kw_only=True)
+class Pointwise:
+    """The op is pointwise: ``out[i] = f(in0[i], in1[i], ...)`` after broadcasting, with one
+    scalar formula a backend may fuse or compile (PyTorch's ``Tag.pointwise``, tinygrad's
+    ``GroupOp.ALU``).
+
+    * ``formula`` is a numpy expression over the op's input names and param names (see
+      `onemodel.registry.formula` for the grammar): ``"a + b"``, ``"np.maximum(x, 0)"``; or
+      ``f(params) -> str | None`` when the expression depends on a param (gelu's
+      ``approximate``). Params it names are replaced by their values (numbers only; an
+      application whose param is None or symbolic has no formula and is not fused).
+      It only has to hold for float inputs of one dtype: fusion happens only there.
+    * ``neutral`` maps an input position to a constant that makes the op return its other input
+      (``add``: ``{0: 0.0, 1: 0.0}``, ``div``: ``{1: 1.0}``), for no-op elimination.
+    """
+
+    formula: str | Callable
+    neutral: Mapping[int, float] = attrs.field(factory=dict)
+
+    def expression(self, inputs: tuple[str, ...], params: Mapping[str, Any]):
+        """The checked expression tree of this application (an `ast.expr` over ``inputs``), or
+        None when it has no formula (a param that is not a number)."""
+        _f = _formula
+        text = self.formula(dict(params)) if callable(self.formula) else self.formula
+        if text is None:
+            return None
+        names = tuple(i.rstrip("?*") for i in inputs)
+        tree = _f.parse(text, names + tuple(params))
+        values = {}
+        for name in _f.free_names(tree) - set(names):
+            value = params.get(name)
+            if not _f.is_number(value):
+                return None
+            values[name] = float(value) if not isinstance(value, int) else int(value)
+        return _f.substitute(tree, values) if values else tree
+
+
+@attrs.frozen(kw_only=True)
+class OpCost:
+    """What one application costs: ``flops`` of arithmetic, ``bytes`` of memory traffic, and
+    ``packs``: elements of a constant operand a BLAS call re-packs on every call (so every row
+    piece of a split pays them again)."""
+
+    flops: float = 0.0
+    bytes: float = 0.0
+    packs: int = 0
+
+    @classmethod
+    def passes(cls, out_type, passes: float, flops_per_element: float = 0.0) -> "OpCost":
+        """A memory-bound op that touches each element of ``out_type`` ``passes`` times."""
+        n = math.prod(int(d) for d in out_type.shape)
+        return cls(flops=flops_per_element * n, bytes=passes * n * out_type.dtype.itemsize)
+
+
+#: `OpTraits.view` kinds: ``reshape`` keeps the elements in order (reshape, flatten, squeeze);
+#: ``permute`` reorders axes (`OpTraits.permutation` says how); ``expand`` broadcasts.
+VIEW_KINDS = ("reshape", "permute", "expand")
+#: `OpTraits.batch` kinds: ``rows`` — rows of input 0 along axis 0 are independent and every
+#: other input is read whole; ``broadcast`` — each input with the output's rank and axis-0
+#: length is cut by rows, the others (lower rank, axis 0 of size 1) are read whole.
+BATCH_KINDS = ("rows", "broadcast")
+
+
+def _in(kinds):
+    def check(inst, attribute, value):
+        if value is not None and not callable(value) and value not in kinds:
+            raise TypeError(f"{attribute.name} must be one of {kinds}, a callable or None, got "
+                            f"{value!r}")
+    return check
+
+
+@attrs.frozen(kw_only=True)
+class OpTraits:
+    """What passes and backends may assume about an op, declared on its record so that they ask
+    the registry instead of keeping lists of op names (PyTorch's op tags, tinygrad's op groups).
+
+    * ``pointwise``: a `Pointwise` formula; the elementwise-chain fusion, the fused kernels and
+      the threaded backend's row splits use it.
+    * ``view``: one of `VIEW_KINDS` when the result is the input's data seen differently (zero
+      cost; a reshape or expand to the input's own type is a no-op).
+    * ``permutation``: for ``view="permute"``, ``f(params, rank) -> axes | None``.
+    * ``noop_when_same_type``: the output equals input 0 whenever both have one type (``cast``),
+      or ``f(params) -> bool`` (``dropout`` when not training).
+    * ``batch``: one of `BATCH_KINDS`, or ``f(params, input_types) -> kind | None``: how the
+      threaded backend may split an application along axis 0. Pointwise ops default to
+      ``broadcast``.
+    * ``cost``: ``f(input_types, output_types, params) -> OpCost`` on concrete types.
+    """
+
+    pointwise: Pointwise | None = None
+    view: str | None = attrs.field(default=None, validator=_in(VIEW_KINDS))
+    permutation: Callable | None = attrs.field(default=None, validator=_optional_callable)
+    noop_when_same_type: bool | Callable = False
+    batch: str | Callable | None = attrs.field(default=None, validator=_in(BATCH_KINDS))
+    cost: Callable | None = attrs.field(default=None, validator=_optional_callable)
+
+    def batch_kind(self, params: Mapping[str, Any], input_types) -> str | None:
+        """How this application splits along axis 0 (a `BATCH_KINDS` entry), or None."""
+        kind = self.batch
+        if kind is None and self.pointwise is not None:
+            return "broadcast"
+        if callable(kind):
+            kind = kind(params, input_types)
+        return kind if kind in BATCH_KINDS else None
+
+    def is_noop_when_same_type(self, params: Mapping[str, Any]) -> bool:
+        if self.view in ("reshape", "expand"):
+            return True
+        v = self.noop_when_same_type
+        return bool(v(params) if callable(v) else v)
+
+
+NO_TRAITS = OpTraits()
+
+
 def _str_tuple(value) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
@@ -106,6 +224,8 @@ class OpDef:
     * ``signature`` (optional) is the positional order of a call when it is not "inputs, then
       params": every input and param name once, e.g. ``("x", "normalized_shape", "weight",
       "bias", "eps")`` for ``layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5)``.
+    * ``traits`` (`OpTraits`) are the facts passes and backends may rely on: pointwise with a
+      scalar formula, a view, batch-major, a cost function.
     * ``methods`` are Tensor method / operator names taking the tensor as first input,
       ``reflected`` operator names taking it as second (``__radd__``), ``inplace`` in-place
       method names (``add_``) whose result is written back into the tensor.
@@ -128,6 +248,8 @@ class OpDef:
     doc: str = ""
     provider: str | None = None  # set by the registry: "distribution version" or plugin name
     signature: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    traits: OpTraits = attrs.field(default=NO_TRAITS,
+                                   validator=attrs.validators.instance_of(OpTraits))
 
     @property
     def variadic(self) -> bool:
@@ -156,6 +278,18 @@ class OpDef:
             if sorted(self.signature) != sorted(names) or star:
                 raise TypeError(f"op {self.name!r}: signature {self.signature} must name every "
                                 f"input and param once ({', '.join(names)})")
+        pw = self.traits.pointwise
+        if pw is not None:
+            if star:
+                raise TypeError(f"op {self.name!r}: a variadic op cannot be pointwise")
+            if isinstance(pw.formula, str):
+                names = tuple(i.rstrip("?*") for i in self.inputs) + tuple(self.params)
+                try:
+                    _formula.parse(pw.formula, names)
+                except _formula.FormulaError as exc:
+                    raise TypeError(f"op {self.name!r}: {exc}") from None
+            elif not callable(pw.formula):
+                raise TypeError(f"op {self.name!r}: Pointwise.formula must be a str or callable")
 
 
 @attrs.frozen(kw_only=True)
@@ -213,5 +347,6 @@ RECORD_TYPES = {
     "onemodel_modules": ModuleDef,
 }
 
-__all__ = ["REQUIRED", "Param", "Sample", "VjpContext", "OnnxSpec", "OpDef", "KernelDef",
+__all__ = ["REQUIRED", "Param", "Sample", "VjpContext", "OnnxSpec", "Pointwise", "OpCost",
+           "OpTraits", "NO_TRAITS", "VIEW_KINDS", "BATCH_KINDS", "OpDef", "KernelDef",
            "BackendDef", "PassDef", "ModuleDef", "RECORD_TYPES", "Iterable"]

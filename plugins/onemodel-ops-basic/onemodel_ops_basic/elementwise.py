@@ -8,12 +8,17 @@ import math
 import numpy as np
 
 from onemodel.core.special import erf as _erf_np
-from onemodel.registry import OpDef, Param, Sample
+from onemodel.registry import OpCost, OpDef, OpTraits, Param, Pointwise, Sample
 
 from ._common import (DType, OpError, TensorType, binary_infer, broadcast_shapes, cast_to,
                       common, float_infer, float_of, promote_types, same_infer)
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def pointwise(formula, neutral=None) -> OpTraits:
+    """Traits of a pointwise op with ``formula`` (see `onemodel.registry.Pointwise`)."""
+    return OpTraits(pointwise=Pointwise(formula=formula, neutral=neutral or {}))
 
 
 def _need(ctx, i: int) -> bool:
@@ -51,6 +56,7 @@ add = OpDef(
     name="add", inputs=("a", "b"), kernel=_add, infer=binary_infer("add"), vjp=_add_vjp,
     samples=_binary_samples,
     methods=("add", "__add__"), reflected=("__radd__",), inplace=("add_",),
+    traits=pointwise("a + b", neutral={0: 0.0, 1: 0.0}),
     doc="a + b with broadcasting and PyTorch type promotion.",
 )
 
@@ -70,6 +76,7 @@ sub = OpDef(
     vjp=lambda ctx, g: (g if _need(ctx, 0) else None, np.negative(g) if _need(ctx, 1) else None),
     samples=_binary_samples,
     methods=("sub", "__sub__"), reflected=("__rsub__",), inplace=("sub_",),
+    traits=pointwise("a - b", neutral={1: 0.0}),
     doc="a - b with broadcasting.",
 )
 
@@ -84,6 +91,7 @@ mul = OpDef(
                         g * ctx.inputs[0] if _need(ctx, 1) else None),
     samples=_binary_samples,
     methods=("mul", "__mul__"), reflected=("__rmul__",), inplace=("mul_",),
+    traits=pointwise("a * b", neutral={0: 1.0, 1: 1.0}),
     doc="a * b with broadcasting.",
 )
 
@@ -119,6 +127,7 @@ div = OpDef(
     name="div", inputs=("a", "b"), kernel=_div, infer=_div_infer, vjp=_div_vjp,
     samples=_div_samples,
     methods=("div", "__truediv__"), reflected=("__rtruediv__",),
+    traits=pointwise("a / b", neutral={1: 1.0}),
     doc="a / b, true division with broadcasting (integer inputs give f32, as in PyTorch).",
 )
 
@@ -138,7 +147,7 @@ neg = OpDef(
     vjp=lambda ctx, g: (np.negative(g),),
     samples=lambda rng: [Sample(args=(_randn(rng, 3, 4),)),
                          Sample(args=(np.array([1, -2, 3], dtype=np.int32),), name="int")],
-    methods=("neg", "__neg__"), doc="-x.",
+    methods=("neg", "__neg__"), doc="-x.", traits=pointwise("-x"),
 )
 
 
@@ -171,12 +180,12 @@ def _pow_samples(rng):
 pow = OpDef(  # noqa: A001 - the op is called pow
     name="pow", inputs=("a", "b"), kernel=_pow, infer=binary_infer("pow"), vjp=_pow_vjp,
     samples=_pow_samples,
-    methods=("pow", "__pow__"), reflected=("__rpow__",),
+    methods=("pow", "__pow__"), reflected=("__rpow__",), traits=pointwise("a ** b"),
     doc="a ** b with broadcasting. The gradient wrt b is a**b * log(a) (0 where a == 0).",
 )
 
 
-def _maxmin(name, ufunc, prefer):
+def _maxmin(name, ufunc, prefer, formula):
     def kernel(a, b):
         return ufunc(a, b, dtype=common(a, b))
 
@@ -196,13 +205,13 @@ def _maxmin(name, ufunc, prefer):
 
     return OpDef(
         name=name, inputs=("a", "b"), kernel=kernel, infer=binary_infer(name), vjp=vjp,
-        samples=samples, methods=(name,),
+        samples=samples, methods=(name,), traits=pointwise(formula),
         doc=f"Elementwise {name} with broadcasting (NaN propagates); ties split the gradient.",
     )
 
 
-maximum = _maxmin("maximum", np.maximum, lambda a, b: a > b)
-minimum = _maxmin("minimum", np.minimum, lambda a, b: a < b)
+maximum = _maxmin("maximum", np.maximum, lambda a, b: a > b, "np.maximum(a, b)")
+minimum = _maxmin("minimum", np.minimum, lambda a, b: a < b, "np.minimum(a, b)")
 
 
 # -- unary math --------------------------------------------------------------------------------------
@@ -238,9 +247,10 @@ def _sigmoid(x):
     return np.where(x >= 0, r, e).reshape(shape)
 
 
-def _unary(name, kernel, vjp, samples, infer=float_infer, doc="", methods=None):
+def _unary(name, kernel, vjp, samples, infer=float_infer, doc="", methods=None, formula=None,
+           traits=None):
     return OpDef(name=name, inputs=("x",), kernel=kernel, infer=infer, vjp=vjp, samples=samples,
-                 methods=methods or (name,), doc=doc)
+                 methods=methods or (name,), doc=doc, traits=traits or pointwise(formula))
 
 
 def _smooth_samples(rng):
@@ -257,25 +267,28 @@ exp = _unary("exp", _exp, lambda ctx, g: (g * ctx.outputs[0],),
              lambda rng: [*_smooth_samples(rng),
                           Sample(args=(np.array([0, 1, 2], dtype=np.int32),), grad=False,
                                  name="int")],
-             doc="e ** x (int inputs give f32).")
+             doc="e ** x (int inputs give f32).", formula="np.exp(x)")
 log = _unary("log", _log, lambda ctx, g: (g / ctx.inputs[0],), _positive_samples,
-             doc="Natural logarithm (int inputs give f32).")
+             doc="Natural logarithm (int inputs give f32).", formula="np.log(x)")
 sqrt = _unary("sqrt", _sqrt, lambda ctx, g: (g / (2.0 * ctx.outputs[0]),), _positive_samples,
-              doc="Square root (int inputs give f32).")
+              doc="Square root (int inputs give f32).", formula="np.sqrt(x)")
 tanh = _unary("tanh", _tanh, lambda ctx, g: (g * (1.0 - ctx.outputs[0] ** 2),), _smooth_samples,
-              doc="Hyperbolic tangent.")
+              doc="Hyperbolic tangent.", formula="np.tanh(x)")
 sigmoid = _unary(
     "sigmoid", _sigmoid, lambda ctx, g: (g * ctx.outputs[0] * (1.0 - ctx.outputs[0]),),
     lambda rng: [*_smooth_samples(rng),
                  Sample(args=(np.array([-800.0, -30.0, 0.0, 30.0, 800.0]),), grad=False,
                         name="extreme")],
-    doc="1 / (1 + exp(-x)), computed without overflow.")
+    doc="1 / (1 + exp(-x)), computed without overflow.",
+    formula="0.5 * np.tanh(0.5 * x) + 0.5")  # the same function, and overflow-free as a formula
 erf = _unary(
     "erf", lambda x: _erf_np(_float_in(x)),
     lambda ctx, g: (g * _TWO_OVER_SQRT_PI * np.exp(-np.square(ctx.inputs[0])),),
     lambda rng: [*_smooth_samples(rng),
                  Sample(args=(np.array([-6.0, -1.0, 0.0, 0.3, 2.5, 6.0]),), name="range")],
-    doc="The error function (W. J. Cody's rational approximations, onemodel.core.special).")
+    doc="The error function (W. J. Cody's rational approximations, onemodel.core.special).",
+    traits=OpTraits(pointwise=Pointwise(formula="special.erf(x)"),
+                    cost=lambda ins, outs, params: OpCost.passes(outs[0], 12)))
 
 
 def _abs(x):
@@ -286,7 +299,7 @@ abs = _unary(  # noqa: A001 - the op is called abs
     "abs", _abs, lambda ctx, g: (g * np.sign(ctx.inputs[0]),),
     lambda rng: [Sample(args=(_away_from_zero(rng, 3, 4),)),
                  Sample(args=(np.array([-3, 0, 2], dtype=np.int64),), name="int")],
-    infer=same_infer, methods=("abs", "__abs__"),
+    infer=same_infer, methods=("abs", "__abs__"), formula="np.abs(x)",
     doc="|x|; the gradient at 0 is 0 (sign(x)).")
 
 
@@ -298,7 +311,7 @@ relu = _unary(
     "relu", _relu, lambda ctx, g: (g * (ctx.inputs[0] > 0),),
     lambda rng: [Sample(args=(_away_from_zero(rng, 3, 5),)),
                  Sample(args=(np.array([-2, 0, 3], dtype=np.int64),), name="int")],
-    infer=same_infer, doc="max(x, 0); the gradient at 0 is 0.")
+    infer=same_infer, doc="max(x, 0); the gradient at 0 is 0.", formula="np.maximum(x, 0)")
 
 
 # -- selection ---------------------------------------------------------------------------------------
@@ -332,7 +345,7 @@ def _where_samples(rng):
 
 where = OpDef(
     name="where", inputs=("condition", "x", "y"), kernel=_where, infer=_where_infer,
-    vjp=_where_vjp, samples=_where_samples,
+    vjp=_where_vjp, samples=_where_samples, traits=pointwise("np.where(condition, x, y)"),
     doc="x where condition else y, broadcasting all three (condition must be bool; no gradient).",
 )
 
@@ -366,6 +379,15 @@ def _clip_vjp(ctx, g):
     return (g * mask,)
 
 
+def _clip_formula(params):
+    """clip's formula names only the bounds it has; None when it has neither."""
+    lo, hi = params.get("min"), params.get("max")
+    if lo is None and hi is None:
+        return None
+    formula = "x" if lo is None else "np.maximum(x, min)"
+    return formula if hi is None else f"np.minimum({formula}, max)"
+
+
 def _clip_samples(rng):
     x = np.linspace(-2.05, 2.05, 12).reshape(3, 4)
     yield Sample(args=(x,), params={"min": -1.0, "max": 1.0}, name="both")
@@ -378,13 +400,15 @@ clip = OpDef(
     params={"min": Param(kind="scalar", default=None, optional=True, doc="lower bound"),
             "max": Param(kind="scalar", default=None, optional=True, doc="upper bound")},
     kernel=_clip, infer=_clip_infer, vjp=_clip_vjp, samples=_clip_samples,
-    methods=("clip", "clamp"),
+    methods=("clip", "clamp"), traits=pointwise(_clip_formula),
     doc="min(max(x, min), max) as torch.clamp; the gradient passes where min <= x <= max.",
 )
 
 
 # -- comparisons -------------------------------------------------------------------------------------
 def _comparison(name, ufunc, methods, symbol):
+    formula = f"a {symbol} b"
+
     def kernel(a, b):
         dt = common(a, b)
         return ufunc(cast_to(a, dt), cast_to(b, dt))
@@ -399,7 +423,7 @@ def _comparison(name, ufunc, methods, symbol):
     return OpDef(
         name=name, inputs=("a", "b"), kernel=kernel,
         infer=binary_infer(name, result_dtype=DType.BOOL), vjp=None, samples=samples,
-        methods=methods,
+        methods=methods, traits=pointwise(formula),
         doc=f"a {symbol} b elementwise with broadcasting, a bool tensor. Not differentiable "
             f"(vjp=None): the result is boolean and piecewise constant in both inputs.",
     )

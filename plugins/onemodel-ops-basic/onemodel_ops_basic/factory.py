@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from onemodel.registry import OpDef, Param, Sample
+from onemodel.registry import OpDef, OpTraits, Param, Sample
 
 from ._common import (DType, Dim, OpError, TensorType, broadcast_shapes, dim, dims, is_static,
                       same_dim)
@@ -160,7 +160,7 @@ identity = OpDef(
     name="identity", inputs=("x",), kernel=lambda x: x.copy(),
     infer=lambda x: TensorType(x.dtype, x.shape), vjp=lambda ctx, g: (g,),
     samples=lambda rng: [Sample(args=(rng.standard_normal((2, 3)),))],
-    methods=("clone",),
+    methods=("clone",), traits=OpTraits(noop_when_same_type=True),
     doc="A copy of x (x.clone()); the gradient passes through.",
 )
 

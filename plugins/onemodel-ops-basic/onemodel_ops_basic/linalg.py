@@ -1,9 +1,11 @@
 """Matrix products."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from onemodel.registry import OpDef, Sample
+from onemodel.registry import OpCost, OpDef, OpTraits, Sample
 
 from ._common import (OpError, TensorType, broadcast_shapes, common, promote_types, same_dim)
 
@@ -61,10 +63,27 @@ def _matmul_samples(rng):
                  name="promote")
 
 
+def matmul_batch(a, b):
+    """Rows of ``a`` are independent when ``b`` is one matrix; with batched ``b`` the batch axes
+    split as broadcasting ones."""
+    if len(a.shape) >= 2 and len(b.shape) <= 2:
+        return "rows"
+    return "broadcast" if len(b.shape) >= 3 else None
+
+
+def matmul_cost(ins, outs, params) -> OpCost:
+    """2 FLOPs per term of every output element (the contracted size from ``a``)."""
+    a = ins[0]
+    ta = bool(params.get("transpose_a", False))
+    k = int(a.shape[-2] if ta else a.shape[-1]) if len(a.shape) >= 2 else int(a.shape[0])
+    return OpCost(flops=2.0 * math.prod(int(d) for d in outs[0].shape) * k)
+
+
 matmul = OpDef(
     name="matmul", inputs=("a", "b"), kernel=_matmul, infer=_matmul_infer, vjp=_matmul_vjp,
     samples=_matmul_samples,
     methods=("matmul", "__matmul__"), reflected=("__rmatmul__",),
+    traits=OpTraits(batch=lambda params, types: matmul_batch(*types[:2]), cost=matmul_cost),
     doc="Matrix product with numpy/PyTorch semantics: 1-D x 1-D is a dot product, a 1-D "
         "operand is a row (first) or column (second) vector whose unit axis is dropped, and "
         "leading batch axes broadcast.",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from onemodel.registry import OpDef, Param, Sample
+from onemodel.registry import OpDef, OpTraits, Param, Sample
 
 from ._common import (Dim, DType, OpError, TensorType, cast_to, dim, dims, is_static, norm_axes,
                       norm_axis, promote_types, same_dim)
@@ -47,7 +47,15 @@ transpose = OpDef(
                          Sample(args=(rng.standard_normal((3, 4)),),
                                 params={"axis0": 1, "axis1": 0}, name="2d")],
     methods=("transpose",), doc="Swap two axes (a view, as torch.transpose).",
+    traits=OpTraits(view="permute", permutation=lambda p, rank: _swap(p, rank)),
 )
+
+
+def _swap(params, rank):
+    perm = list(range(rank))
+    a, b = int(params["axis0"]) % rank, int(params["axis1"]) % rank
+    perm[a], perm[b] = perm[b], perm[a]
+    return tuple(perm)
 
 
 def _perm(axes, ndim):
@@ -74,6 +82,8 @@ permute = OpDef(
                          Sample(args=(rng.standard_normal((2, 3, 4)),), params={"axes": (-1, 1, 0)},
                                 name="negative")],
     methods=("permute",), doc="Reorder the axes: output axis i is input axis axes[i].",
+    traits=OpTraits(view="permute",
+                    permutation=lambda p, rank: tuple(int(a) % rank for a in p["axes"])),
 )
 
 
@@ -142,7 +152,7 @@ reshape = OpDef(
                          Sample(args=(rng.standard_normal((6,)),), params={"shape": (3, 1, 2)},
                                 name="grow"),
                          Sample(args=(np.array([3.5]),), params={"shape": ()}, name="scalar")],
-    methods=("reshape",),
+    methods=("reshape",), traits=OpTraits(view="reshape"),
     doc="The same elements in a new shape; one size may be -1 (inferred). A view when possible.",
 )
 
@@ -176,7 +186,7 @@ flatten = OpDef(
                          Sample(args=(rng.standard_normal((2, 3, 4, 2)),),
                                 params={"start_axis": 1, "end_axis": -2}, name="middle"),
                          Sample(args=(np.array(2.5),), name="scalar")],
-    methods=("flatten",),
+    methods=("flatten",), traits=OpTraits(view="reshape"),
     doc="Merge axes start_axis..end_axis into one (a 0-d tensor becomes shape [1], as PyTorch).",
 )
 
@@ -210,7 +220,7 @@ squeeze = OpDef(
                                 name="negative"),
                          Sample(args=(rng.standard_normal((2, 1, 3)),), params={"axis": (0, 1)},
                                 name="non_unit_kept")],
-    methods=("squeeze",),
+    methods=("squeeze",), traits=OpTraits(view="reshape"),
     doc="Remove axes of size 1: all of them (axis=None), or the given int/tuple of axes; a "
         "given axis whose size is not 1 is left alone (PyTorch). A symbolic size is never 1.",
 )
@@ -232,7 +242,8 @@ unsqueeze = OpDef(
                          Sample(args=(rng.standard_normal((2, 3)),), params={"axis": -1},
                                 name="negative"),
                          Sample(args=(np.array(1.5),), params={"axis": 0}, name="scalar")],
-    methods=("unsqueeze",), doc="Insert an axis of size 1 at position axis (-ndim-1 <= axis <= ndim).",
+    methods=("unsqueeze",), traits=OpTraits(view="reshape"),
+    doc="Insert an axis of size 1 at position axis (-ndim-1 <= axis <= ndim).",
 )
 
 
@@ -402,7 +413,7 @@ expand = OpDef(
                          Sample(args=(rng.standard_normal((1, 4)),), params={"shape": (3, -1)},
                                 name="keep"),
                          Sample(args=(np.array(1.5),), params={"shape": (2, 2)}, name="scalar")],
-    methods=("expand",),
+    methods=("expand",), traits=OpTraits(view="expand"),
     doc="Broadcast to a larger shape without copying (torch.expand): -1 keeps an axis, new "
         "axes go in front. The result is a read-only view.",
 )
@@ -424,7 +435,7 @@ cast = OpDef(
     name="cast", inputs=("x",), params={"dtype": Param(kind="dtype")},
     kernel=_cast, infer=lambda x, dtype: TensorType(dtype, x.shape),
     vjp=lambda ctx, g: (g,),  # the core casts the gradient back to the input's dtype
-    samples=_cast_samples, methods=("cast",),
+    samples=_cast_samples, methods=("cast",), traits=OpTraits(noop_when_same_type=True),
     doc="Convert to dtype (floats to ints truncate toward zero, as numpy and PyTorch). "
         "Differentiable between float types only: an int or bool result carries no gradient "
         "(the core records gradients for float outputs only).",

@@ -7,9 +7,10 @@ import numpy as np
 
 from onemodel.core import TensorType, normalize_axis
 from onemodel.core.special import erf
-from onemodel.registry import OpDef, Param, Sample
+from onemodel.registry import OpDef, OpTraits, Param, Pointwise, Sample
 
 from ._common import float_dtype
+from .costs import passes
 
 
 def _axis_infer(op):
@@ -67,10 +68,16 @@ def _softmax_samples(rng):
     yield Sample(args=(big,), grad=False, name="huge_logits")
 
 
+def along_axis(params, types):
+    """Rows of axis 0 are independent unless the op works along axis 0 itself."""
+    rank = len(types[0].shape)
+    return "rows" if rank >= 2 and int(params.get("axis", -1)) % rank != 0 else None
+
+
 softmax = OpDef(
     name="softmax", inputs=("x",), params={"axis": Param(kind="axis", default=-1)},
     kernel=_softmax, infer=_axis_infer("softmax"), vjp=_softmax_vjp, samples=_softmax_samples,
-    methods=("softmax",),
+    methods=("softmax",), traits=OpTraits(batch=along_axis, cost=passes(5)),
     doc="exp(x) / sum(exp(x)) along axis, computed from x - max(x) (torch.softmax).",
 )
 
@@ -78,6 +85,7 @@ log_softmax = OpDef(
     name="log_softmax", inputs=("x",), params={"axis": Param(kind="axis", default=-1)},
     kernel=_log_softmax, infer=_axis_infer("log_softmax"), vjp=_log_softmax_vjp,
     samples=_softmax_samples, methods=("log_softmax",),
+    traits=OpTraits(batch=along_axis, cost=passes(6)),
     doc="x - logsumexp(x) along axis, computed from x - max(x) (torch.log_softmax).",
 )
 
@@ -87,6 +95,13 @@ _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _TANH_C = math.sqrt(2.0 / math.pi)
 _TANH_A = 0.044715
+
+
+#: gelu's scalar formulas by ``approximate``, the same functions as `_gelu`
+GELU_FORMULAS = {
+    "none": f"0.5 * x * (1.0 + special.erf(x * {_SQRT_HALF!r}))",
+    "tanh": f"0.5 * x * (1.0 + np.tanh({_TANH_C!r} * (x + {_TANH_A!r} * (x * x * x))))",
+}
 
 
 def _gelu_infer(x: TensorType, approximate) -> TensorType:
@@ -122,6 +137,8 @@ gelu = OpDef(
     name="gelu", inputs=("x",),
     params={"approximate": Param(kind="str", default="none", choices=("none", "tanh"))},
     kernel=_gelu, infer=_gelu_infer, vjp=_gelu_vjp, samples=_gelu_samples,
+    traits=OpTraits(pointwise=Pointwise(formula=lambda p: GELU_FORMULAS.get(
+        p.get("approximate", "none"))), cost=passes(15)),
     doc="x * Phi(x) with the exact normal CDF, or PyTorch's tanh approximation "
         "(torch.nn.functional.gelu).",
 )

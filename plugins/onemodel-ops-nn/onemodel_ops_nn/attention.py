@@ -7,10 +7,11 @@ import numpy as np
 
 from onemodel.core import DType, TensorType, broadcast_shapes
 from onemodel.core.types import same_dim
-from onemodel.registry import OpDef, Sample
+from onemodel.registry import OpDef, OpTraits, Sample
 
 from ._common import as_dtype, check_dim, float_dtype, result_dtype
 from .activation import softmax_array
+from .costs import attention_cost
 
 
 def _infer(q: TensorType, k: TensorType, v: TensorType, mask: TensorType | None) -> TensorType:
@@ -90,6 +91,8 @@ def _samples(rng):
 scaled_dot_product_attention = OpDef(
     name="scaled_dot_product_attention", inputs=("q", "k", "v", "mask?"),
     kernel=_kernel, forward=_forward, infer=_infer, vjp=_vjp, samples=_samples,
+    traits=OpTraits(batch=lambda params, types: "broadcast" if len(types[0].shape) >= 3 else None,
+                    cost=attention_cost),
     doc="softmax(q @ k^T / sqrt(E) + mask) @ v over (..., L, E) / (..., S, E) / (..., S, Ev) "
         "(torch.nn.functional.scaled_dot_product_attention): a boolean mask keeps the positions "
         "where it is True, a float mask is added to the scores.",

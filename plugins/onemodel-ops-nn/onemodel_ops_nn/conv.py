@@ -19,9 +19,10 @@ from numpy.lib.stride_tricks import as_strided
 
 from onemodel.core import TensorType
 from onemodel.core.symbolic import Dim
-from onemodel.registry import OpDef, Param, Sample
+from onemodel.registry import OpDef, OpTraits, Param, Sample
 
 from ._common import as_dtype, check_dim, check_positive_size, float_dtype, pair, result_dtype
+from .costs import conv2d_cost
 
 
 def _params(stride, padding, dilation):
@@ -207,6 +208,7 @@ conv2d = OpDef(
             "dilation": Param(kind="ints", default=1, doc="int or (dh, dw)"),
             "groups": Param(kind="int", default=1)},
     kernel=_kernel, forward=_forward, infer=_infer, vjp=_vjp, samples=_samples,
+    traits=OpTraits(batch="rows", cost=conv2d_cost),
     doc="2-d cross-correlation over NCHW input with weight (out, in/groups, kh, kw), as "
         "torch.nn.functional.conv2d.",
 )

@@ -5,7 +5,7 @@ import numpy as np
 
 from onemodel.core import TensorType
 from onemodel.core.random import generator
-from onemodel.registry import OpDef, Param, Sample
+from onemodel.registry import OpDef, OpTraits, Param, Sample
 
 from ._common import float_dtype
 
@@ -53,6 +53,8 @@ dropout = OpDef(
     name="dropout", inputs=("x",),
     params={"p": Param(kind="float", default=0.5), "training": Param(kind="bool", default=True)},
     kernel=_kernel, forward=_forward, infer=_infer, vjp=_vjp, samples=_samples,
+    traits=OpTraits(noop_when_same_type=lambda p: p.get("training", True) is False
+                    or p.get("p", 0.5) == 0),
     untraceable=lambda params: (
         "dropout in training mode draws a random mask at every call; trace the model in eval mode "
         "(model.eval()) or with training=False" if params["training"] and params["p"] > 0

@@ -6,9 +6,10 @@ import math
 import numpy as np
 
 from onemodel.core import TensorType
-from onemodel.registry import OpDef, Sample
+from onemodel.registry import OpDef, OpTraits, Sample
 
 from ._common import as_dtype, check_dim, float_dtype, result_dtype
+from .costs import linear_cost
 
 
 def _infer(x: TensorType, weight: TensorType, bias: TensorType | None) -> TensorType:
@@ -65,7 +66,7 @@ def _samples(rng):
 
 linear = OpDef(
     name="linear", inputs=("x", "weight", "bias?"), kernel=_kernel, infer=_infer, vjp=_vjp,
-    samples=_samples,
+    samples=_samples, traits=OpTraits(batch="rows", cost=linear_cost),
     doc="y = x @ weight.T + bias; weight is (out, in), x has any leading axes (torch.nn.functional"
         ".linear).",
 )

@@ -4,9 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from onemodel.core import TensorType
-from onemodel.registry import OpDef, Param, Sample
+from onemodel.registry import OpDef, OpTraits, Param, Sample
 
 from ._common import as_dtype, check_dim, float_dtype, result_dtype
+from .costs import passes
 
 
 # -- batch_norm ---------------------------------------------------------------------------------
@@ -130,6 +131,8 @@ batch_norm = OpDef(
             "momentum": Param(kind="float", default=0.1),
             "eps": Param(kind="float", default=1e-5)},
     kernel=_bn_kernel, forward=_bn_forward, infer=_bn_infer, vjp=_bn_vjp, samples=_bn_samples,
+    traits=OpTraits(batch=lambda params, types: None if params.get("training") else "rows",
+                    cost=passes(2)),
     untraceable=lambda params: (
         "batch_norm in training mode uses batch statistics and updates the running statistics "
         "in place; trace the model in eval mode (model.eval())" if params["training"] else None),
@@ -205,12 +208,20 @@ def _ln_samples(rng):
                  name="noaffine")
 
 
+def _ln_batch(params, types):
+    """Rows of axis 0 are independent unless axis 0 is among the normalised axes."""
+    ns = params.get("normalized_shape")
+    return "rows" if (len(ns) if isinstance(ns, (tuple, list)) else 1) < len(
+        types[0].shape) else None
+
+
 layer_norm = OpDef(
     name="layer_norm", inputs=("x", "weight?", "bias?"),
     params={"normalized_shape": Param(kind="shape", doc="the trailing axes to normalise"),
             "eps": Param(kind="float", default=1e-5)},
     kernel=_ln_kernel, forward=_ln_forward, infer=_ln_infer, vjp=_ln_vjp, samples=_ln_samples,
     signature=("x", "normalized_shape", "weight", "bias", "eps"),
+    traits=OpTraits(batch=lambda params, types: _ln_batch(params, types), cost=passes(7)),
     doc="Normalise over the trailing normalized_shape axes, then scale and shift "
         "(torch.nn.functional.layer_norm).",
 )

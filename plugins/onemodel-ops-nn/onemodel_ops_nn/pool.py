@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from onemodel.core import TensorType
-from onemodel.registry import OpDef, Param, Sample
+from onemodel.registry import OpDef, OpTraits, Param, Sample
 
 from ._common import check_positive_size, float_dtype, pair
+from .costs import pool_cost
 
 
 def _pool_params(op, kernel_size, stride, padding):
@@ -169,7 +170,7 @@ max_pool2d = OpDef(
                             doc="int or (sh, sw); None means kernel_size"),
             "padding": Param(kind="ints", default=0, doc="int or (ph, pw), -inf padding")},
     kernel=_max_kernel, forward=_max_forward, infer=_pool_infer("max_pool2d"), vjp=_max_vjp,
-    samples=_max_samples,
+    samples=_max_samples, traits=OpTraits(batch="rows", cost=pool_cost),
     doc="Max over kernel_size windows of NCHW input (torch.nn.functional.max_pool2d); the "
         "gradient goes to the first maximum of each window.",
 )
@@ -221,6 +222,7 @@ avg_pool2d = OpDef(
             "padding": Param(kind="ints", default=0,
                              doc="int or (ph, pw); zero padding counts in the average")},
     kernel=_avg_kernel, infer=_pool_infer("avg_pool2d"), vjp=_avg_vjp, samples=_avg_samples,
+    traits=OpTraits(batch="rows", cost=pool_cost),
     doc="Mean over kernel_size windows of NCHW input (torch.nn.functional.avg_pool2d, "
         "count_include_pad=True).",
 )
