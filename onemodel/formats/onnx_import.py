@@ -57,6 +57,7 @@ from ..core.graph import Graph, Node, Value
 from ..core.symbolic import Dim, SymbolicError, contains_symbolic
 from ..core.types import TensorType
 from ..errors import FormatError, GraphError, OneModelError
+from .onnx_fold import fold, statically_constant
 
 #: ONNX element types OneModel represents
 ONNX_TO_DTYPE = {1: DType.F32, 2: DType.U8, 3: DType.I8, 5: DType.I16, 6: DType.I32,
@@ -514,6 +515,8 @@ def _sym_squeeze(ctx, node, x, axes=None):
 
 
 def _sym_slice(ctx, node, x, starts=None, ends=None, axes=None, steps=None):
+    if any(node.input(i) and ctx.const(node.input(i)) is None for i in range(1, 5)):
+        return None  # bounds from run-time sizes: the Slice rule keeps them symbolic params
     starts = ctx.ints(node, 1, "starts")
     ends = ctx.ints(node, 2, "ends")
     axes = ctx.ints(node, 3, "axes") or list(range(len(starts)))
@@ -1051,9 +1054,12 @@ def from_onnx(model, label: str = "<model>") -> Graph:
     nodes = fuse_patterns(nodes, consts, {o.name for o in g.output})
 
     rules = claimed_rules()
+    foldable = statically_constant(nodes, set(consts))
     unsupported: dict[str, int] = {}
     for n in nodes:
         key = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
+        if id(n) in foldable:
+            continue  # computed at import whatever its op type
         if n.domain not in ("", "ai.onnx") or (n.op_type not in BUILTIN_RULES
                                                and n.op_type not in rules
                                                and n.op_type not in SYMBOLIC_OPS):
@@ -1066,9 +1072,11 @@ def from_onnx(model, label: str = "<model>") -> Graph:
     for n in nodes:
         ctx.current = n
         results = _try_symbolic(ctx, n)
+        cands = ([("builtin", BUILTIN_RULES[n.op_type])] if n.op_type in BUILTIN_RULES
+                 else rules.get(n.op_type, []))
+        if results is None and not cands and id(n) in foldable:
+            results = _fold_constant(onnx, ctx, n, where)
         if results is None:
-            cands = ([("builtin", BUILTIN_RULES[n.op_type])] if n.op_type in BUILTIN_RULES
-                     else rules.get(n.op_type, []))
             if not cands:
                 raise OnnxUnsupportedError(where(f"{n.describe()}: {n.op_type} is only "
                                                  f"supported on sizes computed from input "
@@ -1086,6 +1094,8 @@ def from_onnx(model, label: str = "<model>") -> Graph:
                     raise OnnxImportError(where(
                         f"{n.describe()}: malformed node (the {opname} import rule failed: "
                         f"{type(exc).__name__}: {exc})")) from exc
+            if results is None and id(n) in foldable:
+                results = _fold_constant(onnx, ctx, n, where, err)
             if results is None:
                 raise OnnxUnsupportedError(where(str(err)))
         if not isinstance(results, (list, tuple)):
@@ -1119,6 +1129,31 @@ def from_onnx(model, label: str = "<model>") -> Graph:
                 rename[e.name] = target
                 taken.add(target)
     return _finish(ctx, outputs, rename, label)
+
+
+def _fold_constant(onnx, ctx: ImportContext, n: OnnxNode, where, err=None) -> list:
+    """Compute an all-constant node with onnx's reference implementation (any op type)."""
+    arrays = [ctx.const(i) if i else None for i in n.inputs]
+    if any(a is None for a, i in zip(arrays, n.inputs) if i):
+        raise OnnxUnsupportedError(where(str(err) if err is not None else
+                                         f"{n.describe()}: {n.op_type} is only supported on "
+                                         f"constants, not on tensor data"))
+    limit = max([FOLD_LIMIT] + [int(a.size) for a in arrays if a is not None])
+    try:
+        outs = fold(onnx, n, arrays, ctx.opset, limit)
+    except ValueError as exc:
+        raise OnnxUnsupportedError(where(f"{n.describe()}: folding {n.op_type} on constants "
+                                         f"failed: {exc}")) from None
+    res = []
+    for arr in outs:
+        try:
+            DType.from_numpy(arr.dtype)
+        except Exception:  # noqa: BLE001 - a dtype OneModel does not have
+            raise OnnxUnsupportedError(where(f"{n.describe()}: folding gives a {arr.dtype} "
+                                             f"constant, which OneModel does not support")) \
+                from None
+        res.append(Const(np.require(arr, requirements="C")))
+    return res
 
 
 def _finish(ctx: ImportContext, outputs, rename: dict[str, str], label: str) -> Graph:
