@@ -222,7 +222,20 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     return np.mean(losses / np.maximum(np.asarray(target_lengths), 1))
 
 
+def hardsigmoid(x, alpha=1.0 / 6.0, beta=0.5):
+    flat = [min(1.0, max(0.0, alpha * float(v) + beta)) for v in np.asarray(x).reshape(-1)]
+    return np.array(flat).reshape(np.shape(x))
+
+
+def hardswish(x):
+    # PyTorch's definition: x * relu6(x + 3) / 6, element by element
+    flat = [float(v) * min(6.0, max(0.0, float(v) + 3.0)) / 6.0 for v in np.asarray(x).reshape(-1)]
+    return np.array(flat).reshape(np.shape(x))
+
+
 REFERENCES = {
+    "hardsigmoid": hardsigmoid,
+    "hardswish": hardswish,
     "linear": linear,
     "conv2d": conv2d,
     "max_pool2d": max_pool2d,

@@ -381,7 +381,40 @@ def _export_sdpa(ctx, node):
     ctx.make_node("MatMul", [attn, v], ctx.outputs(node))
 
 
+# -- hardsigmoid / hardswish ---------------------------------------------------------------------
+def _export_hardsigmoid(ctx, node):
+    (x,) = ctx.inputs(node)
+    t = ctx.input_types(node)[0]
+    out = ctx.output_types(node)[0]
+    ctx.make_node("HardSigmoid", [ctx.cast(x, t.dtype, out.dtype)], ctx.outputs(node),
+                  alpha=float(node.params["alpha"]), beta=float(node.params["beta"]))
+
+
+def _import_hardsigmoid(ctx, node):
+    return [ctx.emit("hardsigmoid", [node.inputs[0]], alpha=float(node.attr("alpha", 0.2)),
+                     beta=float(node.attr("beta", 0.5)))]
+
+
+def _export_hardswish(ctx, node):
+    (x,) = ctx.inputs(node)
+    t = ctx.input_types(node)[0]
+    out = ctx.output_types(node)[0]
+    x = ctx.cast(x, t.dtype, out.dtype)
+    if ctx.opset >= 14:
+        ctx.make_node("HardSwish", [x], ctx.outputs(node))
+        return
+    hs = ctx.make_node("HardSigmoid", [x], alpha=1.0 / 6.0, beta=0.5)
+    ctx.make_node("Mul", [x, hs], ctx.outputs(node))
+
+
+def _import_hardswish(ctx, node):
+    return [ctx.emit("hardswish", [node.inputs[0]])]
+
+
 ONNX = {
+    "hardsigmoid": OnnxSpec(export=_export_hardsigmoid,
+                            imports={"HardSigmoid": _import_hardsigmoid}),
+    "hardswish": OnnxSpec(export=_export_hardswish, imports={"HardSwish": _import_hardswish}),
     "linear": OnnxSpec(export=_export_linear, imports={"Gemm": _import_gemm}),
     "conv2d": OnnxSpec(export=_export_conv, imports={"Conv": _import_conv}),
     "max_pool2d": OnnxSpec(export=_export_pool("MaxPool"),

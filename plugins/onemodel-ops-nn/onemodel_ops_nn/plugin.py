@@ -9,14 +9,15 @@ import attrs
 
 from onemodel.registry import hookimpl
 
-from . import activation, attention, conv, ctc, dropout, embedding, linear, losses, norm, pool
+from . import (activation, attention, conv, ctc, dropout, embedding, hard, linear, losses, norm,
+               pool)
 
 from .onnx_mapping import ONNX
 
 
 def all_ops():
     ops = (*linear.OPS, *conv.OPS, *pool.OPS, *norm.OPS, *activation.OPS, *dropout.OPS,
-           *embedding.OPS, *attention.OPS, *losses.OPS, *ctc.OPS)
+           *embedding.OPS, *attention.OPS, *losses.OPS, *ctc.OPS, *hard.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 
