@@ -154,8 +154,11 @@ def test_batch_norm_running_stats_unchanged_by_trace():
     np.testing.assert_array_equal(model[1].running_mean.numpy(), mean)
 
 
-def test_int_read_as_axis_is_explained_by_the_check():
+def test_head_count_equal_to_the_example_batch_stays_a_constant():
+    # 2 heads traced at batch 2... and 4 heads at batch 4: a plain int is never read as an axis
     om.manual_seed(0)
-    layer = Batched(nn.MultiheadAttention(8, 2, batch_first=True), lambda m, x: m(x, x, x)[0])
-    with pytest.raises(om.TraceException, match="the int 4 passed to ops.reshape .* read as axis 'batch'"):
-        layer.trace(randn(4, 6, 8), "batch", "seq", None)
+    for heads, batch in ((2, 2), (4, 4)):
+        layer = Batched(nn.MultiheadAttention(8, heads, batch_first=True),
+                        lambda m, x: m(x, x, x)[0])
+        check_at_sizes(layer, randn(batch, 6, 8), ("batch", "seq", None),
+                       lambda n: randn(n, n + 1, 8, seed=n), sizes=(1, 3, 7))

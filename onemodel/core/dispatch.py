@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import OneModelError, OpError
 from ..registry.records import REQUIRED, OpDef, Param, VjpContext
-from . import tracing_hooks
+from . import eager_cache, tracing_hooks
 from .autograd import GradNode
 from .dtype import DType, DTypeError
 from .grad_mode import GradMode
@@ -81,6 +81,24 @@ def _check_param(op: OpDef, pname: str, p: Param, value: Any) -> Any:
     return value
 
 
+def torch_name(pname: str) -> str | None:
+    """PyTorch's name for a param: ``dim`` for ``axis``, ``dims``, ``start_dim``, ``dim0``,
+    ``keepdim`` for ``keepdims``; None when the name has no other spelling."""
+    if pname == "keepdims":
+        return "keepdim"
+    if "axis" in pname or "axes" in pname:
+        return pname.replace("axes", "dims").replace("axis", "dim")
+    return None
+
+
+def _torch_alias(op: OpDef, given: str) -> str | None:
+    """The param ``given`` names under PyTorch's spelling (``dim`` -> ``axis``), or None."""
+    for pname in op.params:
+        if torch_name(pname) == given:
+            return pname
+    return None
+
+
 def bind(op: OpDef, args: tuple, kwargs: dict) -> tuple[list, dict]:
     """Split a call into tensor inputs and validated params, with errors naming the argument."""
     from .tensor import Tensor
@@ -135,10 +153,17 @@ def bind(op: OpDef, args: tuple, kwargs: dict) -> tuple[list, dict]:
                 raise OpError(f"ops.{op.name}: input {names[i]!r} is required, got None")
     params = dict(zip(pnames, rest))
     for k, v in kwargs.items():
+        given = k
         if k not in op.params:
-            close = difflib.get_close_matches(k, pnames + names, n=2)
-            hint = f"; did you mean {' or '.join(close)}?" if close else ""
-            raise OpError(f"ops.{op.name}() got an unknown argument {k!r}{hint}")
+            k = _torch_alias(op, k)
+            if k is None:
+                spelled = [t for t in map(torch_name, pnames) if t]
+                close = difflib.get_close_matches(given, pnames + names + spelled, n=2)
+                hint = f"; did you mean {' or '.join(close)}?" if close else ""
+                raise OpError(f"ops.{op.name}() got an unknown argument {given!r}{hint}")
+            if k in params or k in kwargs:
+                raise OpError(f"ops.{op.name}() got parameter {k!r} twice ({given!r} is "
+                              f"PyTorch's name for {k!r}; give one of them)")
         if k in params:
             raise OpError(f"ops.{op.name}() got parameter {k!r} twice")
         params[k] = v
@@ -168,7 +193,11 @@ def _to_tensors(op: OpDef, raw: list, names: list[str]) -> list:
         elif isinstance(r, np.ndarray):
             out.append(Tensor.from_numpy(r))
         elif isinstance(r, SymInt):
-            r._refuse(f"ops.{op.name}: using a size as the tensor value {name!r}")
+            tracer = tracing_hooks.current()
+            if tracer is None or not hasattr(tracer, "size_tensor"):
+                r._refuse(f"ops.{op.name}: using a size as the tensor value {name!r}")
+            dt = like if like is not None and like != DType.BOOL else DType.I64
+            out.append(tracer.size_tensor(r, dt))  # recorded: the size computed at run time
         elif isinstance(r, (bool, np.bool_)):
             dt = like if like is not None else DType.BOOL
             out.append(Tensor._wrap(np.asarray(r, dtype=dt.numpy)))
@@ -219,17 +248,35 @@ def run_kernel(op: OpDef, arrays: list, params: dict, want_saved: bool):
 
 def eager(op: OpDef, inputs: list, params: dict):
     """Run one op on concrete tensors, recording a GradNode when a gradient is needed."""
-    from .tensor import Tensor
+    return _eager(op, inputs, params)[0]
 
+
+def _eager(op: OpDef, inputs: list, params: dict):
+    """`eager`, also returning the inferred output types (what the cache keeps)."""
     types = [TensorType(t.dtype, t._data.shape) if t is not None else None for t in inputs]
     out_types = infer(op, types, params)
     multi = isinstance(out_types, (tuple, list))
     if not multi:
         out_types = (out_types,)
-    record = (op.vjp is not None and GradMode.is_enabled()
-              and any(t is not None and t.requires_grad for t in inputs))
+    record = _records(op, inputs)
     arrays = [t._data if t is not None else None for t in inputs]
     out, saved = run_kernel(op, arrays, params, record)
+    arrays_out = _checked_outputs(op, out, out_types)
+    return _results(op, inputs, arrays, arrays_out, params, saved, record, multi), out_types, multi
+
+
+def _records(op: OpDef, inputs: list) -> bool:
+    """Whether autograd records this application."""
+    if op.vjp is None or not GradMode.is_enabled():
+        return False
+    for t in inputs:
+        if t is not None and t.requires_grad:
+            return True
+    return False
+
+
+def _checked_outputs(op: OpDef, out, out_types) -> list:
+    """The kernel's result as arrays of the inferred types (cast if needed), or an OpError."""
     outs = out if isinstance(out, (tuple, list)) else (out,)
     if len(outs) != len(out_types):
         raise OpError(f"ops.{op.name}: the kernel returned {len(outs)} outputs, inference "
@@ -249,9 +296,14 @@ def eager(op: OpDef, inputs: list, params: dict):
             raise OpError(f"ops.{op.name}: the kernel of plugin {op.provider} returned shape "
                           f"{a.shape}, but its inference gives {t}")
         arrays_out.append(a)
-    results = [Tensor._wrap(a) for a in arrays_out]
+    return arrays_out
+
+
+def _results(op, inputs, arrays, arrays_out, params, saved, record, multi):
+    wrap = eager_cache._tensor_class()._wrap
+    results = [wrap(a) for a in arrays_out]
     if record:
-        ctx = VjpContext(inputs=tuple(arrays), outputs=tuple(arrays_out), params=params,
+        ctx = VjpContext(inputs=tuple(arrays), outputs=tuple(arrays_out), params=dict(params),
                          saved=saved, needs_grad=tuple(t is not None and t.requires_grad
                                                        for t in inputs))
         node = GradNode(op, tuple(inputs), ctx, len(results))
@@ -261,9 +313,50 @@ def eager(op: OpDef, inputs: list, params: dict):
     return tuple(results) if multi else results[0]
 
 
+def _replay(entry, inputs: list):
+    """A call whose signature is cached: no binding, no inference; the kernel's result is
+    checked in full only when it is not already an array of the expected dtype and shape."""
+    op, params = entry.op, entry.params
+    record = _records(op, inputs)
+    arrays = [t._data if t is not None else None for t in inputs]
+    out, saved = run_kernel(op, arrays, params, record)
+    expect = entry.expect
+    if entry.multi:
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+    else:
+        outs = (out,)
+    arrays_out = list(outs)
+    if len(outs) != len(expect):
+        arrays_out = _checked_outputs(op, out, entry.out_types)
+    else:
+        for a, (dt, shape) in zip(outs, expect):
+            if type(a) is not np.ndarray or a.dtype != dt or a.shape != shape:
+                arrays_out = _checked_outputs(op, out, entry.out_types)
+                break
+    return _results(op, inputs, arrays, arrays_out, params, saved, record, entry.multi)
+
+
 def apply(op: OpDef, args: tuple, kwargs: dict):
+    """Apply ``op`` to a call. Outside a trace, a call whose signature was seen before skips
+    binding and inference (`eager_cache`); anything the cache cannot describe goes the full way."""
+    key = None
+    if tracing_hooks.current() is None:
+        slots: list = []
+        try:
+            key = eager_cache.key(op, args, kwargs, slots)
+        except eager_cache.Unkeyable:
+            key = None
+        else:
+            entry = eager_cache.lookup(key, op)
+            if entry is eager_cache.UNCACHEABLE:
+                key = None
+            elif entry is not None:
+                return _replay(entry, eager_cache.inputs_of(entry, slots))
     inputs, params = bind(op, args, kwargs)
     tracer = tracing_hooks.current()
     if tracer is not None:
         return tracer.apply(op, inputs, params)
-    return eager(op, inputs, params)
+    result, out_types, multi = _eager(op, inputs, params)
+    if key is not None:
+        eager_cache.store(key, op, slots, inputs, params, out_types, multi)
+    return result

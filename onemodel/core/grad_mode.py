@@ -12,7 +12,8 @@ _state = threading.local()
 class GradMode:
     @staticmethod
     def is_enabled() -> bool:
-        return getattr(_state, "enabled", True)
+        """False inside `no_grad` and while this thread traces (a trace records, never trains)."""
+        return getattr(_state, "enabled", True) and tracing_hooks.current() is None
 
     @staticmethod
     def set_enabled(enabled: bool) -> None:
@@ -26,7 +27,7 @@ class GradMode:
         if tracer is not None:
             tracer.refuse("GradMode.no_grad", "entering no_grad inside a trace would hide what "
                           "the model computes in training from the graph; trace the model as it is")
-        previous = GradMode.is_enabled()
+        previous = getattr(_state, "enabled", True)
         _state.enabled = False
         try:
             yield
@@ -36,7 +37,7 @@ class GradMode:
     @staticmethod
     @contextlib.contextmanager
     def enable_grad():
-        previous = GradMode.is_enabled()
+        previous = getattr(_state, "enabled", True)
         _state.enabled = True
         try:
             yield
@@ -47,7 +48,7 @@ class GradMode:
 @contextlib.contextmanager
 def _internal_no_grad():
     """no_grad for OneModel's own code (optimizers, tracer): never refused."""
-    previous = GradMode.is_enabled()
+    previous = getattr(_state, "enabled", True)
     _state.enabled = False
     try:
         yield

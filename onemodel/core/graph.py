@@ -80,6 +80,8 @@ class Graph:
     outputs: tuple = attrs.field(converter=tuple)  # tuple[tuple[str, str]]
     values: Mapping[str, Value] = attrs.field(converter=_freeze_params)  # every value's type
     initializers: Mapping[str, np.ndarray] = attrs.field(factory=dict, converter=_freeze_params)
+    #: `onemodel.core.guards.Guard`s: size conditions the graph is valid under (sessions check)
+    guards: tuple = attrs.field(default=(), converter=tuple)
 
     # -- lookups -------------------------------------------------------------------------------
     @property
@@ -128,6 +130,8 @@ class Graph:
     def format(self, sources: bool = False) -> str:
         head = ", ".join(str(v) for v in self.inputs)
         lines = [f"graph ({head}) {{"]
+        for g in self.guards:
+            lines.append(f"  require {g.text}" + (f"  # {g.source}" if sources and g.source else ""))
         for name in sorted(self.initializers):
             lines.append(f"  const {self.values[name]}")
         for n in self.nodes:
@@ -219,6 +223,7 @@ class GraphBuilder:
     importers and passes."""
 
     def __init__(self) -> None:
+        self.guards: list = []  # size conditions recorded by inference (see core/guards.py)
         self.inputs: list[Value] = []
         self.nodes: list[Node] = []
         self.values: dict[str, Value] = {}
@@ -264,7 +269,7 @@ class GraphBuilder:
         keep = {v.name for v in self.inputs} | set(inits) | {o for n in self.nodes for o in n.outputs}
         values = {k: v for k, v in self.values.items() if k in keep}
         return Graph(inputs=tuple(self.inputs), nodes=tuple(self.nodes), outputs=outputs,
-                     values=values, initializers=inits)
+                     values=values, initializers=inits, guards=tuple(self.guards))
 
 
 def rebuild(graph: Graph, nodes: Iterable[Node], outputs=None, extra_values=(),
@@ -281,7 +286,7 @@ def rebuild(graph: Graph, nodes: Iterable[Node], outputs=None, extra_values=(),
     keep = {v.name for v in graph.inputs} | set(inits) | {o for n in nodes for o in n.outputs}
     values = {k: v for k, v in values.items() if k in keep}
     return Graph(inputs=graph.inputs, nodes=nodes, outputs=outputs, values=values,
-                 initializers=inits)
+                 initializers=inits, guards=graph.guards)
 
 
 class NotAGraphError(OneModelError, TypeError):

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import OneModelError, SessionError
 from ..registry import REGISTRY
+from . import guards
 from .graph import Graph, Node
 from .symbolic import Dim, evaluate_nested
 
@@ -36,6 +37,8 @@ def bind_symbols(graph: Graph, arrays: Mapping[str, np.ndarray]) -> dict[str, in
                                            f"is {n} here but {env[name]} in another input")
             elif d != n:
                 raise SessionError(f"input {v.name!r} axis {axis}: expected size {d}, got {n}")
+    if graph.guards:
+        guards.check(graph.guards, env)
     return env
 
 

@@ -21,10 +21,12 @@ import attrs
 import numpy as np
 
 from ..errors import OneModelError, SessionError
+from . import guards
 from .dtype import DType
 from .graph import Graph, as_graph
 from .symbolic import Dim, SymbolicError, evaluate
 from .tensor import Tensor
+from .threads import bounded, check_threads
 
 LEVELS = ("none", "basic", "all")
 
@@ -106,17 +108,24 @@ def _resolve_graph(model: Any) -> Graph:
 class Session:
     """A graph ready to run: optimised at ``optimization`` and compiled by ``backend``.
 
-    ``om.Session(traced_or_path, backend="numpy", optimization="all", **backend_options)``;
-    ``disabled=`` names passes to skip. ``run`` may be called from several threads at once.
+    ``om.Session(traced_or_path, backend="numpy", optimization="all", threads=None,
+    **backend_options)``; ``disabled=`` names passes to skip. ``threads`` is the most threads
+    (cores) one run may use, BLAS included; None takes the backend's documented default
+    (``session.threads`` says what it is). ``run`` may be called from several threads at once.
     """
 
-    def __init__(self, model: Any, backend: str = "numpy", optimization: str = "all", *,
-                 disabled: Sequence[str] = (), **backend_options: Any) -> None:
+    def __init__(self, model: Any, backend: str = "numpy", optimization: str = "all",
+                 threads: int | None = None, *, disabled: Sequence[str] = (),
+                 **backend_options: Any) -> None:
         from ..registry import REGISTRY
         from ..passes import optimize
 
+        threads = check_threads(threads)
         graph = _resolve_graph(model)
         table = REGISTRY.tables().backends
+        clash = REGISTRY.tables().clash("backends", backend)
+        if clash is not None:
+            raise OneModelError(f"backend {backend!r} is unavailable: {clash}")
         if backend not in table:
             raise OneModelError(f"unknown backend {backend!r}; installed backends: "
                                 f"{', '.join(sorted(table)) or 'none'}")
@@ -129,7 +138,7 @@ class Session:
         self.optimized_graph = optimize(graph, optimization, disabled=disabled)
         bdef = table[backend]
         try:
-            impl = bdef.create(**backend_options)
+            impl = bdef.create(threads=threads, **backend_options)
         except OneModelError:
             raise
         except TypeError as exc:
@@ -145,6 +154,11 @@ class Session:
         except Exception as exc:  # noqa: BLE001
             raise OneModelError(f"backend {backend!r} (plugin {bdef.provider}) failed to compile "
                                 f"the graph: {type(exc).__name__}: {exc}") from exc
+        # A backend says how many threads its runs use (``impl.threads``) and keeps to it; for
+        # one that says nothing, the session bounds BLAS itself (to ``threads``, default 1).
+        declared = getattr(impl, "threads", None)
+        self.threads = int(declared) if declared is not None else (threads or 1)
+        self._blas = None if declared is not None else self.threads
         self._closed = False
         self._lock = threading.Lock()
         g = self.optimized_graph
@@ -154,6 +168,7 @@ class Session:
                                   tuple(_shape_entry(d) for d in g.values[v].shape))
                         for o, v in g.outputs]
         self._input_values = list(g.inputs)
+        self._guards = guards.merge(graph.guards, g.guards)  # a pass may drop them: keep the traced
         self._output_set = frozenset(g.output_names)
         self._all_outputs = tuple(g.output_names)
 
@@ -217,6 +232,8 @@ class Session:
             if want != n:
                 raise SessionError(f"input {v.name!r} axis {axis}: expected size {d} = {want}, "
                                    f"got {n}")
+        if self._guards:
+            guards.check(self._guards, env)
         return arrays, env
 
     @staticmethod
@@ -254,7 +271,11 @@ class Session:
         names = self._check_output_names(output_names)
         arrays, env = self._check_feeds(feeds)
         try:
-            results = compiled.run(arrays, env, names)
+            if self._blas is None:
+                results = compiled.run(arrays, env, names)
+            else:
+                with bounded(self._blas):
+                    results = compiled.run(arrays, env, names)
         except (OneModelError, MemoryError):
             raise
         except Exception as exc:  # noqa: BLE001 - the backend's own machinery, not a kernel
@@ -295,7 +316,7 @@ class Session:
         ins = ", ".join(map(str, self.inputs))
         outs = ", ".join(map(str, self.outputs))
         return (f"Session(backend={self.backend!r}, optimization={self.optimization!r}, "
-                f"inputs=[{ins}], outputs=[{outs}], {state})")
+                f"threads={self.threads}, inputs=[{ins}], outputs=[{outs}], {state})")
 
 
 def _dtype_name(dt: np.dtype) -> str:

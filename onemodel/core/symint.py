@@ -22,14 +22,18 @@ class SymInt:
     def wrap(expr: DimLike, hint: int):
         return SymInt(expr, hint) if isinstance(expr, Dim) else int(expr)
 
-    def _refuse(self, what: str):
+    def _refuse(self, what: str, hint: str = ""):
         axes = ", ".join(sorted(self.expr.symbols())) if isinstance(self.expr, Dim) else "?"
         where = tracing_hooks.user_frame()
-        raise TraceException(
-            f"{what} on the symbolic size {self.expr} (axis {axes}) would freeze the example's "
-            f"size {self.hint} into the graph. Keep sizes symbolic: pass them to ops as they are "
-            f"(reshape, expand, slicing), or mark the axis as fixed when tracing."
-            + (f"\n  at {where}" if where else ""))
+        hint = hint or ("pass sizes to ops as they are (reshape, expand, slicing, arithmetic "
+                        "with tensors), or mark the axis as fixed when tracing")
+        tracer = tracing_hooks.current()
+        message = (f"{what} on the symbolic size {self.expr} (axis {axes}) would freeze the "
+                   f"example's size {self.hint} into the graph; {hint}."
+                   + (f"\n  at {where}" if where else ""))
+        if tracer is not None and hasattr(tracer, "refuse_message"):
+            tracer.refuse_message(message)  # aborts the trace, so the thread is left as it was
+        raise TraceException(message)
 
     # arithmetic -------------------------------------------------------------------------------
     def _bin(self, other, fn):
@@ -54,7 +58,7 @@ class SymInt:
         return SymInt.wrap(-self.expr, -self.hint)
 
     # conversions that would freeze the size -----------------------------------------------------
-    def __index__(self): self._refuse("int()/range()/indexing")
+    def __index__(self): self._refuse("using it as a Python int (range(), a list index, numpy)")
     def __int__(self): self._refuse("int()")
     def __float__(self): self._refuse("float()")
     def __bool__(self): self._refuse("bool() / if")

@@ -16,6 +16,7 @@ from .dtype import DType
 from .grad_mode import GradMode
 from .random import generator
 from .symint import SymInt, has_symint
+from .tensor_methods import TensorMeta, sync
 
 
 def _shape_args(shape: tuple, what: str) -> tuple:
@@ -71,6 +72,33 @@ def _in_float_range(value) -> bool:
     return True
 
 
+def _dtype_first(dtype, shape: tuple, what: str) -> DType:
+    """The factory's dtype, or a message showing the call when a size came first (PyTorch's
+    ``torch.zeros(2, 3)`` habit)."""
+    if isinstance(dtype, (tuple, list, SymInt)) or (
+            isinstance(dtype, numbers.Integral) and not isinstance(dtype, (bool, np.bool_))):
+        sizes = ", ".join(map(repr, (dtype, *shape)))
+        rest = "the range" if what == "arange" else "the shape"
+        raise ArgumentError(f"Tensor.{what}({sizes}): the dtype comes first, then {rest}, "
+                            f"e.g. Tensor.{what}(DType.F32, {sizes})")
+    return DType.parse(dtype)
+
+
+def _caster(dtype: DType, name: str):
+    def cast(self) -> "Tensor":
+        return self.to(dtype)
+
+    cast.__name__, cast.__qualname__ = name, f"Tensor.{name}"
+    cast.__doc__ = f"This tensor as {dtype} (PyTorch's ``x.{name}()``); ``x.to({dtype!r})``."
+    return cast
+
+
+#: PyTorch's casting methods and the DType each gives.
+CASTS = {"half": DType.F16, "float": DType.F32, "double": DType.F64, "char": DType.I8,
+         "short": DType.I16, "int": DType.I32, "long": DType.I64, "byte": DType.U8,
+         "bool": DType.BOOL}
+
+
 def _protocol_op(name: str):
     entry = REGISTRY.tables().methods.get(name)
     if entry is None:
@@ -79,8 +107,11 @@ def _protocol_op(name: str):
     return entry[1]
 
 
-class Tensor:
-    """An n-dimensional array with a dtype, autograd and tracing support."""
+class Tensor(metaclass=TensorMeta):
+    """An n-dimensional array with a dtype, autograd and tracing support.
+
+    Methods such as ``reshape``, ``sum`` or ``add_`` come from the installed op records and are
+    added to this class when the registry loads (see ``tensor_methods``)."""
 
     __slots__ = ("_data", "_node", "_out_index", "requires_grad", "grad", "_version", "_tv",
                  "__weakref__")
@@ -117,7 +148,7 @@ class Tensor:
     # -- factories (dtype first, then the shape) ---------------------------------------------------
     @classmethod
     def _factory(cls, dtype, value, shape, what):
-        dtype = DType.parse(dtype)
+        dtype = _dtype_first(dtype, shape, what)
         shape = _shape_args(shape, f"Tensor.{what}")
         value = _fill_value(value, dtype, f"Tensor.{what}")
         tracer = tracing_hooks.current()
@@ -135,11 +166,19 @@ class Tensor:
 
     @classmethod
     def full(cls, dtype, value, *shape) -> "Tensor":
+        if isinstance(dtype, (tuple, list)) or (isinstance(dtype, numbers.Integral)
+                                                and not isinstance(dtype, (bool, np.bool_))):
+            given = ", ".join(map(repr, (dtype, value, *shape)))
+            raise ArgumentError(f"Tensor.full({given}): the dtype comes first, then the value, "
+                                f"then the shape, e.g. Tensor.full(DType.F32, 0.5, 2, 3)")
         return cls._factory(dtype, value, shape, "full")
 
     @classmethod
-    def arange(cls, dtype, start, stop=None, step=1) -> "Tensor":
-        dtype = DType.parse(dtype)
+    def arange(cls, dtype, start=None, stop=None, step=1) -> "Tensor":
+        dtype = _dtype_first(dtype, tuple(v for v in (start, stop) if v is not None), "arange")
+        if start is None:
+            raise ArgumentError("Tensor.arange: give the end (and optionally start and step) "
+                                "after the dtype: Tensor.arange(DType.I64, 5)")
         if stop is None:
             start, stop = 0, start
         start, stop, step = (_number(v, "Tensor.arange", n)
@@ -159,17 +198,17 @@ class Tensor:
 
     @classmethod
     def _random(cls, what, draw, dtype, shape, seed):
-        dtype = DType.parse(dtype)
+        dtype = _dtype_first(dtype, shape, what)
         tracer = tracing_hooks.current()
-        if tracer is not None:
-            tracer.refuse(f"Tensor.{what}", "a random draw inside a trace would be frozen into "
-                          "the graph as one constant; create it outside the traced function")
         if not dtype.is_float:
             raise OpError(f"Tensor.{what}: dtype must be a float type, got {dtype}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
             raise ArgumentError(f"Tensor.{what}: seed must be an int or None, got {seed!r:.60}")
         shape = _shape_args(shape, f"Tensor.{what}")
-        return cls._wrap(draw(generator(seed), shape).astype(dtype.numpy))
+        t = cls._wrap(draw(generator(seed), shape).astype(dtype.numpy))
+        if tracer is not None:  # fine as an example; refused if it becomes a graph constant
+            tracer.note_random(t, f"Tensor.{what}")
+        return t
 
     @classmethod
     def randn(cls, dtype, *shape, seed: int | None = None) -> "Tensor":
@@ -223,7 +262,9 @@ class Tensor:
         if not self._data.ndim:
             raise OpError("len() of a 0-d tensor")
         n = self.shape[0]
-        return n.__index__() if isinstance(n, SymInt) else n
+        if isinstance(n, SymInt):
+            n._refuse("len()", hint="use x.shape[0], which stays symbolic")
+        return n
 
     # -- data ---------------------------------------------------------------------------------------
     def _read(self, what: str) -> None:
@@ -256,7 +297,7 @@ class Tensor:
         self._read("__bool__")
         if self._data.size != 1:
             raise OpError(f"the truth value of a tensor with {self._data.size} elements is "
-                          f"ambiguous; use .any() or .all() style reductions")
+                          f"ambiguous; reduce it first: x.any() or x.all()")
         return bool(self._data)
 
     def __float__(self) -> float:
@@ -347,12 +388,16 @@ class Tensor:
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
+        sync(Tensor)
+        if name in Tensor.__dict__:
+            return object.__getattribute__(self, name)
         entry = REGISTRY.tables().methods.get(name)
         if entry is None:
             import difflib
 
-            close = difflib.get_close_matches(name, [m for m in REGISTRY.tables().methods
-                                                     if not m.startswith("__")], n=3)
+            known = {m for m in REGISTRY.tables().methods if not m.startswith("_")}
+            known.update(m for m in dir(Tensor) if not m.startswith("_"))
+            close = difflib.get_close_matches(name, sorted(known), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise AttributeError(f"'Tensor' object has no attribute {name!r}{hint}")
         kind, op = entry
@@ -361,6 +406,7 @@ class Tensor:
         return lambda *args, **kwargs: apply(op, (self,) + _pack_method_args(op, args), kwargs)
 
     def __dir__(self):
+        sync(Tensor)
         names = set(super().__dir__())
         names.update(m for m in REGISTRY.tables().methods if not m.startswith("__"))
         return sorted(names)
@@ -407,6 +453,16 @@ class Tensor:
         return f"tensor({body}, dtype={self.dtype}{extra})"
 
     __str__ = __repr__
+
+    # -- casting -----------------------------------------------------------------------------------
+    def to(self, dtype) -> "Tensor":
+        """This tensor as ``dtype`` (a DType, its name or a numpy dtype), through the op that
+        provides the Tensor method ``cast``."""
+        return apply(_protocol_op("cast"), (self, DType.parse(dtype)), {})
+
+
+for _name, _dtype in CASTS.items():  # after the class: in its body they would shadow builtins
+    setattr(Tensor, _name, _caster(_dtype, _name))
 
 
 def _pack_method_args(op, args: tuple) -> tuple:

@@ -9,12 +9,36 @@ import contextlib
 import os
 import sys
 import threading
+import weakref
 
 _state = threading.local()
 
 
 def current():
-    return getattr(_state, "tracer", None)
+    """The observer recording on this thread, or None. A `Tracer` is held by a weak reference
+    and counts only until it finishes or aborts, so a tracer dropped after an error (or
+    collected by another thread's garbage collection) leaves this thread as it was."""
+    held = getattr(_state, "tracer", None)
+    if held is None:
+        return None
+    obj = held() if isinstance(held, weakref.ref) else held
+    if obj is None or getattr(obj, "_finished", False):
+        _state.tracer = None
+        return None
+    return obj
+
+
+def install(tracer) -> None:
+    """Make ``tracer`` this thread's recorder until `uninstall` (held weakly; see `current`)."""
+    _state.tracer = weakref.ref(tracer)
+
+
+def uninstall(tracer) -> None:
+    """Stop ``tracer`` recording on this thread (a no-op on other threads, whose slot clears
+    itself once the tracer has finished)."""
+    held = getattr(_state, "tracer", None)
+    if held is not None and (held() if isinstance(held, weakref.ref) else held) is tracer:
+        _state.tracer = None
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
-"""The trace check: re-run the function eagerly at other sizes of each symbolic axis and compare
-with the graph, node by node, so a size frozen into the graph is reported where it happened."""
+"""The trace check: re-run the function eagerly at other sizes of each symbolic axis (smaller and
+larger than the example) and compare with the graph, node by node, so a size frozen into the graph
+is reported where it happened."""
 from __future__ import annotations
 
 from typing import Callable, Mapping
@@ -29,6 +30,9 @@ class _Recorder:
     def shape_of(self, tensor):
         return tensor._data.shape
 
+    def note_random(self, tensor, what) -> None:  # the trace already enforced the rules
+        return None
+
     def apply(self, op, inputs, params):
         out = eager(op, inputs, params)
         outs = out if isinstance(out, tuple) else (out,)
@@ -37,8 +41,8 @@ class _Recorder:
 
 
 def grown_inputs(examples: Mapping[str, tuple[np.ndarray, tuple]], axis: str, size: int):
-    """Inputs with ``axis`` grown to ``size`` by repeating the example's slices (so integer
-    inputs such as token ids stay valid)."""
+    """Inputs with ``axis`` resized to ``size``: cut, or grown by repeating the example's slices
+    (so integer inputs such as token ids stay valid)."""
     out = {}
     for name, (arr, names) in examples.items():
         for i, n in enumerate(names):
@@ -75,16 +79,25 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(a, b))
 
 
+def check_sizes(size0: int, extra_sizes: int = 2) -> list[int]:
+    """The sizes the check tries for an axis traced at ``size0``: 2 and 3 where they are below
+    the example (sizes of 1 broadcast, so a symbolic axis starts at 2), then larger ones."""
+    below = [n for n in (2, 3) if n < size0]
+    above = [size0 * (k + 1) + k for k in range(1, extra_sizes + 1)]  # e.g. 4 -> 9, 14
+    return below + above
+
+
 def check_trace(graph: Graph, run_eager: Callable[[dict], list], examples, env: dict,
-                extra_sizes: int = 2, ints_read_as_axes=()) -> None:
-    """For each symbolic axis, compare eager and graph at ``extra_sizes`` larger sizes."""
+                extra_sizes: int = 2, ints_equal_to_axes=()) -> None:
+    """For each symbolic axis, compare eager and graph at the sizes of `check_sizes`."""
     try:
         _check(graph, run_eager, examples, env, extra_sizes)
     except TraceException as exc:
         hints = [f"\n  note: the int {n} passed to ops.{op}" + (f" at {src}" if src else "")
-                 + f" was read as axis {axis!r} because it equals that axis's example size; if it "
-                 f"is a constant of the model, trace with another example size for {axis!r}"
-                 for axis, n, op, src in ints_read_as_axes]
+                 + f" equals the example size of axis {axis!r}, but a plain int is a constant "
+                 f"of the graph; if it stands for that axis, read it from x.shape so it stays "
+                 f"symbolic"
+                 for axis, n, op, src in ints_equal_to_axes]
         if hints:
             raise TraceException(str(exc) + "".join(dict.fromkeys(hints))) from exc.__cause__
         raise
@@ -92,14 +105,18 @@ def check_trace(graph: Graph, run_eager: Callable[[dict], list], examples, env: 
 
 def _check(graph, run_eager, examples, env, extra_sizes):
     for axis, size0 in env.items():
-        for k in range(1, extra_sizes + 1):
-            size = size0 * (k + 1) + k  # e.g. 4 -> 9, 14: larger, and unlike the example
+        for size in check_sizes(size0, extra_sizes):
+            sizes = dict(env, **{axis: size})
+            if any(not g.holds(sizes) for g in graph.guards):
+                continue  # outside the graph's guards: sessions refuse these sizes
             feeds = grown_inputs(examples, axis, size)
             recorder = _Recorder()
             try:
                 with tracing_hooks.activate(recorder), _internal_no_grad():
                     eager_outputs = run_eager({n: Tensor._wrap(a) for n, a in feeds.items()})
             except OneModelError as exc:
+                if size < size0:
+                    continue  # the model itself needs larger sizes (a kernel, a window)
                 raise TraceException(
                     f"the trace check re-ran the function with axis {axis!r} = {size} and it "
                     f"failed: {exc}. Something in it depends on the example's size {size0}.") from exc

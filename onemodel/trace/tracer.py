@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import keyword
 import numbers
+import threading
+import weakref
 from typing import Any
 
 import numpy as np
 
-from ..core import tracing_hooks
-from ..core.dispatch import eager, infer
+from ..core import guards, tracing_hooks
+from ..core.dispatch import apply as apply_op, eager, infer
 from ..core.dtype import DType
 from ..core.graph import GraphBuilder
-from ..core.grad_mode import _internal_no_grad
 from ..core.symbolic import Dim, evaluate, format_shape
 from ..core.symint import SymInt, hint_of
 from ..core.tensor import Tensor
@@ -51,6 +52,11 @@ class Tracer:
     """
 
     def __init__(self) -> None:
+        self._ref = weakref.ref(self)  # what traced tensors hold, so they never keep us alive
+        self._owner: int | None = None  # the thread recording
+        self._installed = False
+        self._aborted: str | None = None
+        self._random: dict[int, tuple[Any, str, str | None]] = {}  # id -> (weakref, op, line)
         self.builder = GraphBuilder()
         self.env: dict[str, int] = {}  # symbolic axis -> example size
         self.axis_records: list[tuple[str, int, Any, int]] = []  # (input, axis, name|None, size)
@@ -58,50 +64,63 @@ class Tracer:
         self.outputs: list[tuple[str, str]] = []
         self._constants: dict[int, tuple[Tensor, str, int]] = {}  # id -> (tensor, value, version)
         self.constant_names: dict[int, str] = {}  # id(tensor) -> preferred initializer name
-        self._grad_cm = None
-        self._active_cm = None
         self._finished = False
-        #: plain ints read as a symbolic axis (see `_axis_for`): (axis, value, op, source)
-        self.ints_read_as_axes: list[tuple[str, int, str, str | None]] = []
+        #: plain ints (constants, always) that equal a symbolic axis's example size, kept for
+        #: the note when a frozen literal is what broke: (axis, value, op, source)
+        self.ints_equal_to_axes: list[tuple[str, int, str, str | None]] = []
         self._current_op = ""
 
     # -- activation ------------------------------------------------------------------------------
+    def _check_usable(self) -> None:
+        if self._finished:
+            if self._aborted:
+                raise TraceException(f"this Tracer was aborted by an earlier error and records "
+                                     f"nothing more; create a new Tracer. The error was: "
+                                     f"{self._aborted}")
+            raise TraceException("this Tracer has finished; create a new one")
+        if self._owner is not None and self._owner != threading.get_ident():
+            raise TraceException("this Tracer records on the thread that gave its first input; "
+                                 "use one Tracer per thread")
+
     def _activate(self) -> None:
-        if self._active_cm is None:
-            if self._finished:
-                raise TraceException("this Tracer has finished; create a new one")
+        self._check_usable()
+        if not self._installed:
             current = tracing_hooks.current()
             if current is not None and current is not self:
                 raise TraceException("another trace is already recording on this thread; "
-                                     "finish it before starting a new one")
-            self._active_cm = tracing_hooks.activate(self)
-            self._active_cm.__enter__()
-            self._grad_cm = _internal_no_grad()
-            self._grad_cm.__enter__()
+                                     "finish it (or leave its `with` block) before starting a "
+                                     "new one")
+            tracing_hooks.install(self)
+            self._owner = threading.get_ident()
+            self._installed = True
 
     def _deactivate(self) -> None:
-        if self._active_cm is not None:
-            self._grad_cm.__exit__(None, None, None)
-            self._active_cm.__exit__(None, None, None)
-            self._active_cm = self._grad_cm = None
+        if self._installed:
+            tracing_hooks.uninstall(self)  # on another thread, `current()` sees _finished
+            self._installed = False
 
     def __enter__(self) -> "Tracer":
         """Recording starts at the first `input`; leaving the block always stops it."""
         return self
 
     def __exit__(self, exc_type, *exc) -> None:
-        if exc_type is not None:
-            self.abort()
+        if exc_type is not None and not self._finished:
+            self.abort(f"{exc_type.__name__} raised inside the traced code")
         self._deactivate()
 
-    def abort(self) -> None:
-        """Stop recording without producing a model (used when the traced function raised)."""
-        self._deactivate()
+    def abort(self, reason: str | None = None) -> None:
+        """Stop recording without producing a model; the thread is left as before the trace
+        (grad mode, eager reads and random draws work again). Using the Tracer afterwards raises
+        a `TraceException` that says why it was aborted."""
+        if not self._finished:
+            self._aborted = reason or "abort() was called"
         self._finished = True
+        self._deactivate()
 
     # -- inputs and outputs ----------------------------------------------------------------------
     def input(self, name: str, example, *axis_names) -> Tensor:
         """Declare a graph input; each axis gets a symbolic name or None (fixed)."""
+        self._check_usable()
         if not isinstance(name, str) or not name:
             raise TraceException(f"an input name must be a non-empty string, got {name!r}")
         if name in self.builder.values:
@@ -139,7 +158,7 @@ class Tracer:
         self.examples[name] = (arr, tuple(axis_names))
         self._activate()
         t = Tensor._wrap(arr)
-        t._tv = (self, name)
+        t._tv = (self._ref, name)
         return t
 
     def _check_axes(self, records) -> None:
@@ -166,12 +185,14 @@ class Tracer:
                     other = f"named {aname2!r}" if aname2 else "fixed"
                     raise TraceException(
                         f"{where} has example size {size}, the same as axis {axis2} of input "
-                        f"{inp2!r} ({other}). Sizes decide which axis a plain int refers to, so "
-                        f"a symbolic axis's example size must differ from every other axis; use "
+                        f"{inp2!r} ({other}). With equal example sizes, code that mixes the "
+                        f"two axes up runs without error and the mistake is recorded; a "
+                        f"symbolic axis's example size must differ from every other axis. Use "
                         f"an example of size {suggestion} on this axis.")
 
     def output(self, name: str, tensor: Tensor) -> None:
         """Declare a graph output."""
+        self._check_usable()
         if not isinstance(tensor, Tensor):
             raise TraceException(f"output {name!r} must be a Tensor, got {type(tensor).__name__}")
         if not isinstance(name, str) or not name:
@@ -186,6 +207,7 @@ class Tracer:
         which compares the graph with the eager run node by node."""
         from .traced_model import TracedModel
 
+        self._check_usable()
         self._deactivate()
         self._finished = True
         if not self.outputs:
@@ -219,26 +241,56 @@ class Tracer:
         inits = {k: a for k, a in b.initializers.items() if k in used}
         keep = {v.name for v in b.inputs} | set(inits) | {o for n in nodes for o in n.outputs}
         return Graph(inputs=tuple(b.inputs), nodes=tuple(nodes), outputs=outputs,
-                     values={k: v for k, v in values.items() if k in keep}, initializers=inits)
+                     values={k: v for k, v in values.items() if k in keep}, initializers=inits,
+                     guards=tuple(b.guards))
 
     # -- the observer protocol used by the core ------------------------------------------------------
     def refuse(self, what: str, reason: str) -> None:
-        raise TraceException(f"{what} cannot be traced: {reason}{_where()}")
+        """Refuse an operation: the trace is aborted (the thread is left as it was) and the
+        error names the operation and the user's line."""
+        message = f"{what} cannot be traced: {reason}{_where()}"
+        self.abort(message)
+        raise TraceException(message)
+
+    def refuse_message(self, message: str) -> None:
+        """Abort before the core raises its own refusal (a symbolic size made a plain int)."""
+        self.abort(message)
+
+    def note_random(self, tensor: Tensor, what: str) -> None:
+        """A random factory ran while recording: fine for an example or anything the graph
+        never sees; refused by `_value_of` if the draw would become a constant of the graph."""
+        self._random[id(tensor)] = (weakref.ref(tensor), what, tracing_hooks.user_frame())
 
     def shape_of(self, tensor: Tensor) -> tuple:
-        tracer, vname = tensor._tv
-        if tracer is not self:
+        ref, vname = tensor._tv
+        if ref is not self._ref:
             return tensor._data.shape
         shape = self.builder.values[vname].type.shape
         return tuple(SymInt(d, n) if isinstance(d, Dim) else d
                      for d, n in zip(shape, tensor._data.shape))
 
+    def size_tensor(self, size: SymInt, dtype: DType) -> Tensor:
+        """A 0-d tensor holding a symbolic size, computed by the graph at run time (``x.sum(1)
+        / x.shape[1]``)."""
+        from ..core.tensor import _protocol_op
+
+        return apply_op(_protocol_op("__full__"), (), {"shape": (), "value": size,
+                                                        "dtype": dtype})
+
     def _value_of(self, t: Tensor) -> str:
-        if t._tv is not None and t._tv[0] is self:
+        if t._tv is not None and t._tv[0] is self._ref:
             return t._tv[1]
         entry = self._constants.get(id(t))
         if entry is not None:
             return entry[1]
+        drawn = self._random.get(id(t))
+        if drawn is not None and drawn[0]() is t:
+            _ref, what, line = drawn
+            self.refuse(f"ops.{self._current_op}",
+                        f"its input is a random tensor drawn by {what}"
+                        + (f" at {line}" if line else "") + "; as a constant of the graph it would "
+                        "be this one draw forever. Make it an input (tracer.input) or draw it "
+                        "outside the traced code and pass it in")
         preferred = self.constant_names.get(id(t))
         name = preferred if preferred and preferred not in self.builder.values else \
             self.builder.fresh("c")
@@ -247,55 +299,72 @@ class Tracer:
         return name
 
     def _symbolize(self, value, kind: str):
-        """Graph form of a param: SymInts become their expressions; a plain int equal to a
-        symbolic axis's example size is taken to be that axis (see the tracing guide)."""
+        """Graph form of a param: SymInts (sizes read from traced tensors) become their
+        expressions; a plain int is a constant, whatever its value. Ints that equal a symbolic
+        axis's example size are noted for the error messages (see `ints_equal_to_axes`)."""
         if isinstance(value, SymInt):
             return value.expr
-        if kind in SIZE_KINDS:
-            if isinstance(value, tuple):
-                return tuple(self._symbolize(v, kind) for v in value)
-            if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-                return self._axis_for(int(value))
-            return value
-        if kind == "index" and isinstance(value, tuple):
-            out = []
-            for e in value:
-                if isinstance(e, tuple) and e and e[0] == "slice":
-                    out.append(("slice",) + tuple(
-                        v.expr if isinstance(v, SymInt) else
-                        (self._axis_for(v) if isinstance(v, int) and not isinstance(v, bool)
-                         and i < 2 else v)
-                        for i, v in enumerate(e[1:])))
-                else:
-                    out.append(e.expr if isinstance(e, SymInt) else e)
-            return tuple(out)
         if isinstance(value, tuple):
-            return tuple(self._symbolize(v, "any") for v in value)
+            if kind == "index":
+                return tuple(self._symbolize_entry(e) for e in value)
+            return tuple(self._symbolize(v, kind) for v in value)
+        if kind in SIZE_KINDS and isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            self._note_int(int(value))
         return value
 
-    def _axis_for(self, n: int):
+    def _symbolize_entry(self, e):
+        if isinstance(e, tuple) and e and e[0] == "slice":
+            return ("slice",) + tuple(self._symbolize(v, "size") for v in e[1:])
+        return self._symbolize(e, "size")
+
+    def _note_int(self, n: int) -> None:
+        if n < 2:
+            return
         for name, size in self.env.items():
             if size == n:
-                self.ints_read_as_axes.append((name, n, self._current_op,
-                                               tracing_hooks.user_frame()))
-                return Dim.symbol(name)
-        return n
+                self.ints_equal_to_axes.append((name, n, self._current_op,
+                                                tracing_hooks.user_frame()))
+
+    def int_notes(self, since: int = 0) -> str:
+        """The note for a refusal that a frozen literal may have caused."""
+        notes = [f"\n  note: the int {n} passed to ops.{op}" + (f" at {src}" if src else "")
+                 + f" equals the example size of axis {axis!r}; a plain int is a constant of the "
+                 f"graph. If it stands for that axis, read it from x.shape so it stays symbolic"
+                 for axis, n, op, src in self.ints_equal_to_axes[since:]]
+        return "".join(dict.fromkeys(notes))
 
     def apply(self, op, inputs: list, params: dict):
-        """Run one op eagerly on the example data and record it as a node."""
+        """Run one op eagerly on the example data and record it as a node. Any failure aborts
+        the trace, so the thread is left as it was before it."""
+        try:
+            return self._record(op, inputs, params)
+        except BaseException as exc:
+            if not self._finished:
+                self.abort(f"{type(exc).__name__} in ops.{op.name}: {exc}")
+            raise
+
+    def _record(self, op, inputs: list, params: dict):
+        self._check_usable()
         kernel_params = {k: hint_of(v) for k, v in params.items()}
+        self._current_op = op.name
         reason = op.trace_refusal(kernel_params)
         if reason:
             self.refuse(f"ops.{op.name}", reason)
-        self._current_op = op.name
+        noted = len(self.ints_equal_to_axes)
         graph_params = {k: self._symbolize(v, op.params[k].kind) for k, v in params.items()}
         in_names = [None if t is None else self._value_of(t) for t in inputs]
         types = [None if n is None else self.builder.values[n].type for n in in_names]
-        try:
-            out_types = infer(op, types, graph_params)
-        except OneModelError as exc:
-            raise TraceException(f"ops.{op.name} cannot be recorded with symbolic shapes: {exc}"
-                                 f"{_where()}") from exc
+        with guards.collect() as stated:
+            try:
+                out_types = infer(op, types, graph_params)
+            except OneModelError as exc:
+                raise TraceException(f"ops.{op.name} cannot be recorded with symbolic shapes: "
+                                     f"{exc}{_where()}{self.int_notes(noted)}") from exc
+        source = tracing_hooks.user_frame()
+        for g in stated:
+            if not g.holds(self.env):
+                self.refuse(f"ops.{op.name}", f"it needs {g.text} ({g.reason}), which does not "
+                            f"hold at the example sizes")
         results = eager(op, inputs, kernel_params)
         multi = isinstance(results, tuple)
         outs = results if multi else (results,)
@@ -307,8 +376,11 @@ class Tracer:
                     f"ops.{op.name}: its inference gives {format_shape(t.shape)} = {at_example} "
                     f"at the example sizes but the kernel returned {r._data.shape}; the op record "
                     f"from {op.provider} is inconsistent{_where()}")
-        values = self.builder.add_node(op.name, in_names, out_types, graph_params,
-                                       tracing_hooks.user_frame())
+        if stated:
+            self.builder.guards[:] = guards.merge(
+                self.builder.guards, [guards.Guard(g.left, g.right, g.reason, source)
+                                      for g in stated])
+        values = self.builder.add_node(op.name, in_names, out_types, graph_params, source)
         for r, v in zip(outs, values):
-            r._tv = (self, v.name)
+            r._tv = (self._ref, v.name)
         return results

@@ -15,7 +15,8 @@ from onemodel.registry import OpDef, Param, Sample
 
 from ._common import (Dim, OpError, TensorType, broadcast_shapes, dim, is_static, norm_axis,
                       same_dim)
-from onemodel.core.symbolic import format_shape
+from onemodel.core.guards import require
+from onemodel.core.symbolic import format_shape, provably_nonneg
 
 
 # -- the index param --------------------------------------------------------------------------------
@@ -64,15 +65,26 @@ def _expanded(entries: tuple, ndim: int) -> tuple:
     return entries + fill
 
 
-def _bound(v, size, default):
+def _position(v, size, axis: int, default):
+    """Where a slice bound lands on an axis of ``size`` after Python's clamping. A fixed bound on
+    a symbolic axis is exact at every size (``min``/``max``); a symbolic bound is taken as it is,
+    under guards that it lies inside the axis (the session checks them)."""
     if v is None:
         return default
-    if isinstance(v, Dim) or isinstance(size, Dim):
-        return size + v if (not isinstance(v, Dim) and v < 0) else v
-    return min(max(size + v, 0), size) if v < 0 else min(v, size)
+    if isinstance(v, Dim):
+        what = f"a slice bound {v} on axis {axis} (size {size})"
+        if provably_nonneg(-v):  # counts from the end, like -n
+            require(0, size + v, f"{what} must not reach before the start")
+            return size + v
+        require(0, v, f"{what} must not be negative")
+        require(v, size, f"{what} must lie within the axis")
+        return v
+    if v < 0:
+        return Dim.max(size + v, 0)
+    return Dim.min(v, size)
 
 
-def _slice_len(size, start, stop, step):
+def _slice_len(size, start, stop, step, axis: int = 0):
     step = 1 if step is None else step
     if isinstance(step, Dim):
         raise OpError("a slice step must be a fixed int, not a symbolic size")
@@ -82,11 +94,18 @@ def _slice_len(size, start, stop, step):
         return len(range(*slice(start, stop, step).indices(size)))
     if step < 0:
         raise OpError(f"a negative slice step ({step}) is not supported on symbolic sizes")
-    length = _bound(stop, size, size) - _bound(start, size, 0)
+    fixed = lambda v: v is None or not isinstance(v, Dim)  # noqa: E731
+    if fixed(start) and fixed(stop) and isinstance(size, Dim) and (start is None or stop is None):
+        # the common forms, written so they print simply: x[:, 1:], x[:, -4:], x[:, :8], x[:, :-1]
+        if stop is None:
+            s = start or 0
+            length = Dim.max(size - s, 0) if s >= 0 else Dim.min(size, -s)
+        else:
+            length = Dim.min(size, stop) if stop >= 0 else Dim.max(size + stop, 0)
+    else:
+        length = Dim.max(_position(stop, size, axis, size) - _position(start, size, axis, 0), 0)
     if step != 1:
         length = (length + (step - 1)) // step
-    if not isinstance(length, Dim) and length < 0:
-        length = 0
     return length
 
 
@@ -100,7 +119,7 @@ def _index_shape(shape, index) -> tuple:
         size = shape[pos]
         pos += 1
         if isinstance(e, tuple):
-            out.append(_slice_len(size, *e[1:]))
+            out.append(_slice_len(size, *e[1:], axis=pos - 1))
         elif is_static(e, size) and not -size <= e < size:
             raise OpError(f"index {e} is out of range for axis {pos - 1} of size {size}")
     return tuple(out)
