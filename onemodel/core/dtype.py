@@ -45,15 +45,33 @@ class DType(enum.Enum):
 
     @classmethod
     def parse(cls, value) -> "DType":
-        """A DType from a DType, its short name ("f32"), its enum name ("F32") or a numpy dtype."""
+        """A DType from a DType, its short name ("f32"), its enum name ("F32"), numpy's name
+        ("float32") or a numpy dtype."""
         if isinstance(value, DType):
             return value
         if isinstance(value, str):
             for d in DType:
-                if value in (d.value, d.name):
+                if value in (d.value, d.name, d.numpy.name):
                     return d
-            raise DTypeError(f"unknown dtype name {value!r}; known: {', '.join(d.value for d in DType)}")
+            raise DTypeError(f"unknown dtype name {value!r}; known: "
+                             f"{', '.join(d.value for d in DType)} (or numpy's names: "
+                             f"{', '.join(d.numpy.name for d in DType)})")
         return cls.from_numpy(value)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype, under the name numpy looks for: ``np.zeros(3, DType.F32)`` works."""
+        return _TO_NUMPY[self]
+
+    def __eq__(self, other) -> bool:
+        """Equal to itself and to the same numpy dtype (``x.dtype == np.float32`` as in numpy)."""
+        if isinstance(other, DType):
+            return self is other
+        if isinstance(other, np.dtype) or (isinstance(other, type) and issubclass(other, np.generic)):
+            return _TO_NUMPY[self] == np.dtype(other)
+        return NotImplemented
+
+    __hash__ = enum.Enum.__hash__
 
     def __repr__(self) -> str:
         return f"DType.{self.name}"

@@ -5,25 +5,32 @@ import types
 
 from ..registry import REGISTRY, get_op
 from .dispatch import apply
+from .op_signature import docstring, signature
 
 
 class OpFunction:
-    """The callable behind ``om.ops.<name>``; re-resolves if plugins change."""
+    """The callable behind ``om.ops.<name>``, with the record's signature and docstring (so
+    ``help``, ``inspect.signature`` and IDEs see them). ``__get__`` makes it a routine to pydoc
+    and lets it serve as a method when put on a class."""
 
     __slots__ = ("name", "op", "__dict__")
 
     def __init__(self, op):
         self.name = op.name
         self.op = op
-        self.__doc__ = op.doc
+        self.__name__ = self.__qualname__ = op.name
+        self.__module__ = "onemodel.ops"
+        self.__doc__ = docstring(op)
+        self.__signature__ = signature(op)
 
     def __call__(self, *args, **kwargs):
         return apply(self.op, args, kwargs)
 
+    def __get__(self, instance, owner=None):
+        return self if instance is None else types.MethodType(self, instance)
+
     def __repr__(self) -> str:
-        ins = ", ".join(self.op.inputs)
-        ps = ", ".join(self.op.params)
-        return f"<op {self.name}({ins}{', ' if ps else ''}{ps}) from {self.op.provider}>"
+        return f"<op {self.name}{self.__signature__} from {self.op.provider}>"
 
 
 class OpsNamespace(types.ModuleType):

@@ -317,6 +317,8 @@ REFERENCES = {
     "max": _reduce(lambda a, ax: np.maximum.reduce(a, axis=ax), lambda d: d),
     "min": _reduce(lambda a, ax: np.minimum.reduce(a, axis=ax), lambda d: d),
     "argmax": _argmax,
+    "any": _reduce(lambda a, ax: np.maximum.reduce(a != 0, axis=ax), lambda d: np.dtype(bool)),
+    "all": _reduce(lambda a, ax: np.minimum.reduce(a != 0, axis=ax), lambda d: np.dtype(bool)),
     "full": _full,
     "arange": _arange,
     "fill": lambda x, value: np.ones_like(x) * np.asarray(value).astype(x.dtype),

@@ -360,12 +360,29 @@ def _import_gather(ctx, node):
 
 
 # -- reductions -----------------------------------------------------------------------------------
-def _export_reduce(onnx_type, axes_input_since):
+def _export_truth(onnx_type):
+    """any / all: the input as bool, then i32 (ONNX reductions take no bools), reduced with
+    ReduceMax / ReduceMin and cast back to bool."""
+    reduce = _export_reduce(onnx_type, 18)
+
     def export(ctx, node):
         (x,) = ctx.inputs(node)
         t_in = ctx.input_types(node)[0]
-        out = ctx.output_types(node)[0]
-        x = ctx.cast(x, t_in.dtype, out.dtype)
+        as_int = ctx.cast(ctx.cast(x, t_in.dtype, DType.BOOL), DType.BOOL, DType.I32)
+        out = ctx.fresh(node.op)
+        reduce(ctx, node, x=as_int, outputs=[out])
+        ctx.make_node("Cast", [out], ctx.outputs(node), to=ctx.onnx_dtype(DType.BOOL))
+
+    return export
+
+
+def _export_reduce(onnx_type, axes_input_since):
+    def export(ctx, node, x=None, outputs=None):
+        t_in = ctx.input_types(node)[0]
+        if x is None:
+            (x,) = ctx.inputs(node)
+            x = ctx.cast(x, t_in.dtype, ctx.output_types(node)[0].dtype)
+        outputs = outputs or ctx.outputs(node)
         axis = node.params.get("axis")
         keep = 1 if node.params.get("keepdims") else 0
         n = len(t_in.shape)
@@ -375,15 +392,15 @@ def _export_reduce(onnx_type, axes_input_since):
             axes = [int(a) % max(n, 1) for a in (axis if isinstance(axis, (tuple, list))
                                                  else (axis,))]
         if n == 0:
-            ctx.make_node("Identity", [x], ctx.outputs(node))
+            ctx.make_node("Identity", [x], outputs)
             return
         if axes is None:
-            ctx.make_node(onnx_type, [x], ctx.outputs(node), keepdims=keep)
+            ctx.make_node(onnx_type, [x], outputs, keepdims=keep)
         elif ctx.opset >= axes_input_since:
-            ctx.make_node(onnx_type, [x, ctx.ints(axes, hint="axes")], ctx.outputs(node),
+            ctx.make_node(onnx_type, [x, ctx.ints(axes, hint="axes")], outputs,
                           keepdims=keep)
         else:
-            ctx.make_node(onnx_type, [x], ctx.outputs(node), keepdims=keep, axes=axes)
+            ctx.make_node(onnx_type, [x], outputs, keepdims=keep, axes=axes)
 
     return export
 
@@ -722,6 +739,8 @@ ONNX = {
     "min": OnnxSpec(export=_export_reduce("ReduceMin", 18),
                     imports={"ReduceMin": _import_reduce("min", 18)}),
     "argmax": OnnxSpec(export=_export_argmax, imports={"ArgMax": _import_argmax}),
+    "any": OnnxSpec(export=_export_truth("ReduceMax")),
+    "all": OnnxSpec(export=_export_truth("ReduceMin")),
     "index": OnnxSpec(export=_export_index, imports={"Slice": _import_slice}),
     "full": OnnxSpec(export=_export_full, imports={"ConstantOfShape": _import_constant_of_shape}),
     "arange": OnnxSpec(export=_export_arange, imports={"Range": _import_range}),

@@ -1,4 +1,4 @@
-"""Reductions over axes: sum, mean, max, min (values only) and argmax.
+"""Reductions over axes: sum, mean, max, min (values only), argmax, any and all.
 
 ``axis`` is None (every axis), an int or a tuple of ints; an empty tuple also reduces every axis
 (PyTorch's and ONNX's convention). ``keepdims`` keeps reduced axes with size 1.
@@ -174,4 +174,33 @@ argmax = OpDef(
         "one among ties. Not differentiable (vjp=None): the result is an integer position.",
 )
 
-OPS = (sum, mean, max, min, argmax)
+def _truth(name, fn):
+    def kernel(x, axis=None, keepdims=False):
+        return fn(x, axis=norm_axes(axis, x.ndim, name), keepdims=keepdims)
+
+    def samples(rng):
+        yield Sample(args=(np.array([[0.0, 1.5, 0.0], [0.0, 0.0, 0.0]]),), grad=False, name="all")
+        yield Sample(args=(np.array([[0.0, 1.5, 0.0], [2.0, -1.0, 3.0]]),), params={"axis": 1},
+                     grad=False, name="rows")
+        yield Sample(args=(np.array([[[True, False]], [[True, True]]]),),
+                     params={"axis": (0, 2), "keepdims": True}, grad=False, name="bool_keepdims")
+        yield Sample(args=(np.array([[3, 0], [1, 2]], dtype=np.int32),), params={"axis": 0},
+                     grad=False, name="int")
+        yield Sample(args=(np.array([[np.nan, 0.0]]),), params={"axis": -1}, grad=False,
+                     name="nan_is_true")
+
+    which = "any element" if name == "any" else "every element"
+    return OpDef(
+        name=name, inputs=("x",), params=_params(), kernel=kernel,
+        infer=_reduce_infer(name, lambda d: DType.BOOL), vjp=None, samples=samples,
+        methods=(name,),
+        doc=f"Whether {which} along axis (None: every axis) is nonzero (NaN counts as nonzero), "
+            f"as a bool tensor; what bool(x) asks of a tensor with several elements. Not "
+            f"differentiable (vjp=None): the result is a bool.",
+    )
+
+
+any = _truth("any", np.any)  # noqa: A001
+all = _truth("all", np.all)  # noqa: A001
+
+OPS = (sum, mean, max, min, argmax, any, all)
