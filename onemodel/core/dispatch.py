@@ -313,27 +313,35 @@ def _results(op, inputs, arrays, arrays_out, params, saved, record, multi):
     return tuple(results) if multi else results[0]
 
 
-def _replay(entry, inputs: list):
+def _replay(entry, slots: list):
     """A call whose signature is cached: no binding, no inference; the kernel's result is
     checked in full only when it is not already an array of the expected dtype and shape."""
     op, params = entry.op, entry.params
+    direct = entry.direct
+    inputs = ([slots[k] for k in direct] if direct is not None
+              else eager_cache.inputs_of(entry, slots))
     record = _records(op, inputs)
     arrays = [t._data if t is not None else None for t in inputs]
     out, saved = run_kernel(op, arrays, params, record)
-    expect = entry.expect
-    if entry.multi:
-        outs = out if isinstance(out, (tuple, list)) else (out,)
-    else:
-        outs = (out,)
+    if not entry.multi:
+        dt, shape = entry.expect[0]
+        if type(out) is np.ndarray and (out.dtype is dt or out.dtype == dt) and out.shape == shape:
+            if not record:
+                return eager_cache._tensor_class()._wrap(out)
+            arrays_out = [out]
+        else:
+            arrays_out = _checked_outputs(op, out, entry.out_types)
+        return _results(op, inputs, arrays, arrays_out, params, saved, record, False)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
     arrays_out = list(outs)
-    if len(outs) != len(expect):
+    if len(outs) != len(entry.expect):
         arrays_out = _checked_outputs(op, out, entry.out_types)
     else:
-        for a, (dt, shape) in zip(outs, expect):
+        for a, (dt, shape) in zip(outs, entry.expect):
             if type(a) is not np.ndarray or a.dtype != dt or a.shape != shape:
                 arrays_out = _checked_outputs(op, out, entry.out_types)
                 break
-    return _results(op, inputs, arrays, arrays_out, params, saved, record, entry.multi)
+    return _results(op, inputs, arrays, arrays_out, params, saved, record, True)
 
 
 def apply(op: OpDef, args: tuple, kwargs: dict):
@@ -351,7 +359,7 @@ def apply(op: OpDef, args: tuple, kwargs: dict):
             if entry is eager_cache.UNCACHEABLE:
                 key = None
             elif entry is not None:
-                return _replay(entry, eager_cache.inputs_of(entry, slots))
+                return _replay(entry, slots)
     inputs, params = bind(op, args, kwargs)
     tracer = tracing_hooks.current()
     if tracer is not None:
