@@ -117,3 +117,24 @@ def test_random_ops_are_never_folded():
                [helper.make_tensor_value_info("y", TP.FLOAT, [3])])
     with pytest.raises(om.OneModelError, match="RandomNormal"):
         from_onnx(m)
+
+
+@pytest.mark.parametrize("attrs", [
+    dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),                      # squeezenet
+    dict(kernel_shape=[2, 2], strides=[1, 1], pads=[0, 0, 1, 1]),                # same_upper
+    dict(kernel_shape=[2, 2], strides=[1, 1], dilations=[2, 2]),
+    dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1),
+])
+@pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool"])
+def test_pools_with_ceil_mode_asymmetric_pads_and_dilation(op_type, attrs):
+    attrs = dict(attrs)
+    if op_type == "AveragePool":
+        attrs["count_include_pad"] = 0
+    nodes = [helper.make_node(op_type, ["x"], ["y"], **attrs)]
+    m = _model(nodes, [helper.make_tensor_value_info("x", TP.FLOAT, [2, 3, 9, 8])],
+               [helper.make_tensor_value_info("y", TP.FLOAT, [2, 3, None, None])], opset=19)
+    g = from_onnx(m)
+    x = np.random.default_rng(0).standard_normal((2, 3, 9, 8)).astype(np.float32)
+    want = _ort(m, {"x": x})[0]
+    for out in _run_all_backends(g, {"x": x}):
+        np.testing.assert_allclose(out["y"], want, rtol=1e-6, atol=1e-6)

@@ -48,28 +48,52 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out
 
 
-def _pool(x, kernel_size, stride, padding, fill, reduce):
+def _pool(x, kernel_size, stride, padding, dilation, ceil_mode, reduce, include=None):
+    """Window by window, with PyTorch's output-size rule (written apart from the kernels)."""
     kh, kw = _pair(kernel_size)
     sh, sw = _pair(kernel_size if stride is None else stride)
-    ph, pw = _pair(padding)
+    dh, dw = _pair(dilation)
+    if isinstance(padding, (tuple, list)) and len(padding) == 4:
+        pt, pl, pb, pr = padding
+    else:
+        pt, pl = _pair(padding)
+        pb, pr = pt, pl
     n, c, h, w = x.shape
-    xp = np.full((n, c, h + 2 * ph, w + 2 * pw), fill)
-    xp[:, :, ph:ph + h, pw:pw + w] = x
-    ho = (h + 2 * ph - kh) // sh + 1
-    wo = (w + 2 * pw - kw) // sw + 1
+
+    def size(length, k, s, d, b, e):
+        span = length + b + e - d * (k - 1) - 1
+        if not ceil_mode:
+            return span // s + 1
+        out = math.ceil(span / s) + 1
+        return out - 1 if (out - 1) * s >= length + b else out
+
+    ho, wo = size(h, kh, sh, dh, pt, pb), size(w, kw, sw, dw, pl, pr)
     out = np.zeros((n, c, ho, wo))
     for y in range(ho):
         for xx in range(wo):
-            out[:, :, y, xx] = reduce(xp[:, :, y * sh:y * sh + kh, xx * sw:xx * sw + kw])
+            vals, count = [], 0
+            for i in range(kh):
+                for j in range(kw):
+                    r, q = y * sh + i * dh - pt, xx * sw + j * dw - pl
+                    inside = 0 <= r < h and 0 <= q < w
+                    in_pads = -pt <= r < h + pb and -pl <= q < w + pr
+                    if inside:
+                        vals.append(x[:, :, r, q])
+                    if inside or (include and in_pads):
+                        count += 1
+            out[:, :, y, xx] = reduce(vals, count)
     return out
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0):
-    return _pool(x, kernel_size, stride, padding, -np.inf, lambda win: win.max(axis=(2, 3)))
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    return _pool(x, kernel_size, stride, padding, dilation, ceil_mode,
+                 lambda vals, count: np.max(vals, axis=0))
 
 
-def avg_pool2d(x, kernel_size, stride=None, padding=0):
-    return _pool(x, kernel_size, stride, padding, 0.0, lambda win: win.mean(axis=(2, 3)))
+def avg_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               count_include_pad=True):
+    return _pool(x, kernel_size, stride, padding, dilation, ceil_mode,
+                 lambda vals, count: np.sum(vals, axis=0) / count, include=count_include_pad)
 
 
 def batch_norm(x, running_mean=None, running_var=None, weight=None, bias=None, training=False,

@@ -84,6 +84,14 @@ def _export_conv(ctx, node):
 
 
 def _auto_pads(ctx, node, spatial, kernel, strides, dilations):
+    begin, end = _auto_pads_full(ctx, node, spatial, kernel, strides, dilations)
+    if begin != end:
+        ctx.unsupported(f"asymmetric pads {begin + end}")
+    return begin
+
+
+def _auto_pads_full(ctx, node, spatial, kernel, strides, dilations):
+    """(begin, end) pads per spatial axis from ``pads`` or ``auto_pad``."""
     mode = node.attr("auto_pad", "NOTSET")
     n = len(kernel)
     if mode in ("NOTSET", ""):
@@ -100,10 +108,7 @@ def _auto_pads(ctx, node, spatial, kernel, strides, dilations):
             total = max(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - size)
             lo = total // 2 if mode == "SAME_UPPER" else total - total // 2
             pads[i], pads[i + n] = lo, total - lo
-    begin, end = pads[:n], pads[n:]
-    if begin != end:
-        ctx.unsupported(f"asymmetric pads {pads}")
-    return begin
+    return list(pads[:n]), list(pads[n:])
 
 
 def _import_conv(ctx, node):
@@ -129,15 +134,63 @@ def _import_conv(ctx, node):
     return [y]
 
 
-def _export_pool(onnx_type, **extra):
+def _pool_pads(padding):
+    """(top, left, bottom, right) from an int, a pair or four ints."""
+    if isinstance(padding, (tuple, list)) and len(padding) == 4:
+        return [int(v) for v in padding]
+    ph, pw = _pair(padding)
+    return [ph, pw, ph, pw]
+
+
+def _ceil_pads(ctx, node, pads, k, s, d, counts_pads):
+    """ceil_mode as explicit end padding (ceil_mode=0), or None to write ceil_mode=1: ONNX's
+    shape inference does not drop a
+    last window that starts in the end padding as PyTorch and ONNX Runtime do, so the padding
+    that gives exactly the output size is written instead. Windows only see the input, or the
+    padding that counts in an average, so only ``count_include_pad`` with such a window is
+    refused."""
+    out = ctx.output_types(node)[0].shape[2:]
+    spatial = ctx.input_types(node)[0].shape[2:]
+    if any(isinstance(v, Dim) for v in (*out, *spatial)):
+        return None  # the last window starts inside the input (see pool._out_size): ceil_mode=1
+    if all(-(-(n + pads[a] + pads[a + 2] - d[a] * (k[a] - 1) - 1) // s[a]) + 1 == o
+           for a, (n, o) in enumerate(zip(spatial, out))):
+        return None  # ONNX's own ceil_mode rule gives the same size
+    new = list(pads)
+    for a in range(2):
+        size, o = spatial[a], out[a]
+        need = (o - 1) * s[a] + d[a] * (k[a] - 1) + 1 - size - pads[a]
+        if counts_pads and need > pads[a + 2]:
+            ctx.unsupported(node, "ceil_mode with count_include_pad when a window reaches past "
+                                  "the padding")
+        new[a + 2] = max(need, 0)
+    return new
+
+
+def _export_pool(onnx_type):
     def export(ctx, node):
         (x,) = ctx.inputs(node)
         p = node.params
         k = _pair(p["kernel_size"])
         s = _pair(p["stride"] if p.get("stride") not in (None, ()) else p["kernel_size"])
-        ph, pw = _pair(p["padding"])
+        d = _pair(p.get("dilation", 1))
+        extra = {}
+        if d != (1, 1):
+            if onnx_type == "AveragePool" and ctx.opset < 19:
+                ctx.unsupported(node, f"a dilated AveragePool needs opset 19 (exporting "
+                                      f"{ctx.opset})")
+            extra["dilations"] = list(d)
+        include = bool(p.get("count_include_pad", True))
+        if onnx_type == "AveragePool":
+            extra["count_include_pad"] = int(include)
+        pads = _pool_pads(p["padding"])
+        if p.get("ceil_mode"):
+            pads = _ceil_pads(ctx, node, pads, k, s, d, onnx_type == "AveragePool" and include)
+            if pads is None:
+                pads = _pool_pads(p["padding"])
+                extra["ceil_mode"] = 1
         ctx.make_node(onnx_type, [x], ctx.outputs(node), kernel_shape=list(k), strides=list(s),
-                      pads=[ph, pw, ph, pw], **extra)
+                      pads=pads, **extra)
 
     return export
 
@@ -151,24 +204,25 @@ def _import_pool(op, onnx_type):
                             f"only)")
         if len([o for o in node.outputs if o]) > 1:
             ctx.unsupported(f"{onnx_type} with an Indices output")
-        if node.attr("ceil_mode", 0):
-            ctx.unsupported("ceil_mode=1")
-        if any(d != 1 for d in node.attr("dilations") or [1, 1]):
-            ctx.unsupported("dilated pooling")
         if node.attr("storage_order", 0):
             ctx.unsupported("storage_order=1")
         k = list(node.attr("kernel_shape"))
         n = len(k)
         s = list(node.attr("strides") or [1] * n)
-        pads = _auto_pads(ctx, node, xt.shape[2:], k, s, [1] * n)
-        if any(p > kk // 2 for p, kk in zip(pads, k)):
-            ctx.unsupported(f"padding {pads} larger than half the kernel {k}")
-        if op == "avg_pool2d" and any(pads) and not node.attr("count_include_pad", 0):
-            ctx.unsupported("AveragePool with count_include_pad=0 and padding")
+        d = list(node.attr("dilations") or [1] * n)
+        begin, end = _auto_pads_full(ctx, node, xt.shape[2:], k, s, d)
+        params = {}
+        if op == "avg_pool2d":
+            params["count_include_pad"] = bool(node.attr("count_include_pad", 0))
         if n == 1:
             x = ctx.emit("unsqueeze", [x], axis=2)
-            k, s, pads = [1] + k, [1] + s, [0] + pads
-        y = ctx.emit(op, [x], kernel_size=tuple(k), stride=tuple(s), padding=tuple(pads))
+            k, s, d, begin, end = [1] + k, [1] + s, [1] + d, [0] + begin, [0] + end
+        if begin == end and all(b <= kk // 2 for b, kk in zip(begin, k)):
+            pads = tuple(begin)
+        else:
+            pads = (begin[0], begin[1], end[0], end[1])
+        y = ctx.emit(op, [x], kernel_size=tuple(k), stride=tuple(s), padding=pads,
+                     dilation=tuple(d), ceil_mode=bool(node.attr("ceil_mode", 0)), **params)
         if n == 1:
             y = ctx.emit("squeeze", [y], axis=(2,))
         return [y]
@@ -420,7 +474,7 @@ ONNX = {
     "max_pool2d": OnnxSpec(export=_export_pool("MaxPool"),
                            imports={"MaxPool": _import_pool("max_pool2d", "MaxPool"),
                                     "GlobalMaxPool": _import_global_pool("max")}),
-    "avg_pool2d": OnnxSpec(export=_export_pool("AveragePool", count_include_pad=1),
+    "avg_pool2d": OnnxSpec(export=_export_pool("AveragePool"),
                            imports={"AveragePool": _import_pool("avg_pool2d", "AveragePool"),
                                     "GlobalAveragePool": _import_global_pool("mean")}),
     "batch_norm": OnnxSpec(export=_export_batch_norm,

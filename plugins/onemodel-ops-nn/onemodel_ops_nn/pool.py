@@ -11,32 +11,66 @@ from __future__ import annotations
 import numpy as np
 
 from onemodel.core import TensorType
+from onemodel.core.symbolic import Dim
+from onemodel.errors import OpError
 from onemodel.registry import OpDef, OpTraits, Param, Sample
 
 from ._common import check_positive_size, float_dtype, pair
 from .costs import pool_cost
 
 
-def _pool_params(op, kernel_size, stride, padding):
+def _pads(op, padding):
+    """``padding`` as (top, left, bottom, right): an int, a pair (PyTorch) or four ints (ONNX's
+    explicit, possibly asymmetric pads)."""
+    if isinstance(padding, (tuple, list)) and len(padding) == 4:
+        pads = tuple(padding)
+        for v in pads:
+            if not isinstance(v, Dim) and int(v) < 0:
+                raise OpError(f"ops.{op}: padding must be >= 0, got {padding!r}")
+        return pads, False
+    ph, pw = pair(op, "padding", padding, 0)
+    return (ph, pw, ph, pw), True
+
+
+def _pool_params(op, kernel_size, stride, padding, dilation=1):
     k = pair(op, "kernel_size", kernel_size, 1)
     s = pair(op, "stride", kernel_size if stride is None or stride == () else stride, 1)
-    p = pair(op, "padding", padding, 0)
-    for kk, pp in zip(k, p):
-        if isinstance(kk, int) and isinstance(pp, int) and pp > kk // 2:
-            raise ValueError(f"padding {padding!r} must be at most half of kernel_size "
-                             f"{kernel_size!r}")
-    return k, s, p
+    d = pair(op, "dilation", dilation, 1)
+    pads, symmetric = _pads(op, padding)
+    if symmetric:
+        for kk, pp in zip(k, pads[:2]):
+            if isinstance(kk, int) and isinstance(pp, int) and pp > kk // 2:
+                raise ValueError(f"padding {padding!r} must be at most half of kernel_size "
+                                 f"{kernel_size!r}")
+    return k, s, pads, d
+
+
+def _out_size(op, size, k, s, begin, end, d, ceil_mode):
+    """PyTorch's (and ONNX Runtime's) output length; in ceil mode the last window must start
+    inside the input or its leading padding."""
+    span = size + begin + end - d * (k - 1) - 1
+    if not ceil_mode:
+        return span // s + 1
+    out = -((-span) // s) + 1
+    if isinstance(out, Dim):
+        if not isinstance(begin, Dim) and begin == 0 and s <= d * (k - 1) + 1:
+            return out  # the last window always starts inside the input
+        raise OpError(f"ops.{op}: ceil_mode with leading padding or a stride wider than the "
+                      f"window on a symbolic axis")
+    return out - 1 if (out - 1) * s >= size + begin else out
 
 
 def _pool_infer(op):
-    def infer(x: TensorType, kernel_size, stride, padding) -> TensorType:
+    def infer(x: TensorType, kernel_size, stride, padding, dilation=1, ceil_mode=False,
+              count_include_pad=True) -> TensorType:
         dtype = float_dtype(op, x)
         if x.ndim != 4:
             raise ValueError(f"expects x (N, C, H, W), got {x}")
-        (kh, kw), (sh, sw), (ph, pw) = _pool_params(op, kernel_size, stride, padding)
+        (kh, kw), (sh, sw), (pt, pl, pb, pr), (dh, dw) = _pool_params(op, kernel_size, stride,
+                                                                      padding, dilation)
         n, c, h, w = x.shape
-        ho = (h + 2 * ph - kh) // sh + 1
-        wo = (w + 2 * pw - kw) // sw + 1
+        ho = _out_size(op, h, kh, sh, pt, pb, dh, ceil_mode)
+        wo = _out_size(op, w, kw, sw, pl, pr, dw, ceil_mode)
         check_positive_size(op, "the output height", ho)
         check_positive_size(op, "the output width", wo)
         return TensorType(dtype, (n, c, ho, wo))
@@ -45,39 +79,63 @@ def _pool_infer(op):
 
 
 class _Geo:
-    __slots__ = ("kh", "kw", "sh", "sw", "ph", "pw", "n", "c", "h", "w", "hp", "wp", "ho", "wo")
+    """Window geometry: taps ``i * dh`` within a window, windows ``o * sh`` apart, over the
+    input padded by ``pt`` rows before and enough after to hold every window."""
 
-    def __init__(self, op, shape, kernel_size, stride, padding):
-        (self.kh, self.kw), (self.sh, self.sw), (self.ph, self.pw) = _pool_params(
-            op, kernel_size, stride, padding)
+    __slots__ = ("kh", "kw", "sh", "sw", "pt", "pl", "pb", "pr", "dh", "dw", "n", "c", "h", "w",
+                 "hp", "wp", "ho", "wo")
+
+    def __init__(self, op, shape, kernel_size, stride, padding, dilation=1, ceil_mode=False):
+        (self.kh, self.kw), (self.sh, self.sw), pads, (self.dh, self.dw) = _pool_params(
+            op, kernel_size, stride, padding, dilation)
+        self.pt, self.pl, self.pb, self.pr = pads
         self.n, self.c, self.h, self.w = shape
-        self.hp, self.wp = self.h + 2 * self.ph, self.w + 2 * self.pw
-        self.ho = (self.hp - self.kh) // self.sh + 1
-        self.wo = (self.wp - self.kw) // self.sw + 1
+        self.ho = _out_size(op, self.h, self.kh, self.sh, self.pt, self.pb, self.dh, ceil_mode)
+        self.wo = _out_size(op, self.w, self.kw, self.sw, self.pl, self.pr, self.dw, ceil_mode)
+        self.hp = max(self.pt + self.h + self.pb,
+                      (self.ho - 1) * self.sh + self.dh * (self.kh - 1) + 1)
+        self.wp = max(self.pl + self.w + self.pr,
+                      (self.wo - 1) * self.sw + self.dw * (self.kw - 1) + 1)
 
-    def cols(self, j):  # window offset j along the width -> slice of padded columns
-        return slice(j, j + self.sw * (self.wo - 1) + 1, self.sw)
+    def cols(self, j):  # window tap j along the width -> slice of padded columns
+        return slice(j * self.dw, j * self.dw + self.sw * (self.wo - 1) + 1, self.sw)
 
     def rows(self, i):
-        return slice(i, i + self.sh * (self.ho - 1) + 1, self.sh)
+        return slice(i * self.dh, i * self.dh + self.sh * (self.ho - 1) + 1, self.sh)
 
     @property
     def overlap(self) -> bool:
-        return self.sh < self.kh or self.sw < self.kw
+        return not (self.dh == 1 and self.dw == 1 and self.sh >= self.kh and self.sw >= self.kw)
+
+    @property
+    def padded(self) -> bool:
+        return (self.hp, self.wp) != (self.h, self.w)
+
+    def counts(self, include_pad: bool) -> np.ndarray:
+        """(ho, wo) number of taps of each window inside the input (or inside the input and its
+        explicit padding): the divisor of an average."""
+        def axis(size, k, s, d, begin, end, out):
+            lo, hi = (-begin, size + end) if include_pad else (0, size)
+            taps = np.arange(out)[:, None] * s + np.arange(k)[None, :] * d - begin
+            return ((taps >= lo) & (taps < hi)).sum(axis=1)
+
+        ch = axis(self.h, self.kh, self.sh, self.dh, self.pt, self.pb, self.ho)
+        cw = axis(self.w, self.kw, self.sw, self.dw, self.pl, self.pr, self.wo)
+        return np.outer(ch, cw)
 
 
 def _padded(x, geo, value):
-    if not (geo.ph or geo.pw):
+    if not geo.padded:
         return x
     xp = np.full((geo.n, geo.c, geo.hp, geo.wp), value, dtype=x.dtype)
-    xp[:, :, geo.ph:geo.ph + geo.h, geo.pw:geo.pw + geo.w] = x
+    xp[:, :, geo.pt:geo.pt + geo.h, geo.pl:geo.pl + geo.w] = x
     return xp
 
 
 def _unpad(xp, geo):
-    if not (geo.ph or geo.pw):
+    if not geo.padded:
         return xp
-    return np.ascontiguousarray(xp[:, :, geo.ph:geo.ph + geo.h, geo.pw:geo.pw + geo.w])
+    return np.ascontiguousarray(xp[:, :, geo.pt:geo.pt + geo.h, geo.pl:geo.pl + geo.w])
 
 
 def _max_arg(slices):
@@ -94,17 +152,17 @@ def _max_arg(slices):
 
 
 # -- max_pool2d ---------------------------------------------------------------------------------
-def _max_forward(x, kernel_size, stride, padding):
-    geo = _Geo("max_pool2d", x.shape, kernel_size, stride, padding)
+def _max_forward(x, kernel_size, stride, padding, dilation=1, ceil_mode=False):
+    geo = _Geo("max_pool2d", x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     xp = _padded(x, geo, -np.inf)
     h, jarg = _max_arg([xp[:, :, :, geo.cols(j)] for j in range(geo.kw)])
     out, iarg = _max_arg([h[:, :, geo.rows(i), :] for i in range(geo.kh)])
     return out, (iarg, jarg, geo)
 
 
-def _max_kernel(x, kernel_size, stride, padding):
+def _max_kernel(x, kernel_size, stride, padding, dilation=1, ceil_mode=False):
     """The forward without the arg-max bookkeeping (no gradient needed)."""
-    geo = _Geo("max_pool2d", x.shape, kernel_size, stride, padding)
+    geo = _Geo("max_pool2d", x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     xp = _padded(x, geo, -np.inf)
     h = xp[:, :, :, geo.cols(0)].copy()
     for j in range(1, geo.kw):
@@ -161,6 +219,30 @@ def _max_samples(rng):
     yield Sample(args=(r((1, 2, 5, 5)),), params={"kernel_size": 2}, name="odd_size")
     yield Sample(args=(np.array([[[[1.0, 1.0, 0.0], [1.0, 0.5, 2.0], [0.0, 2.0, 2.0]]]]),),
                  params={"kernel_size": 2, "stride": 1}, grad=False, name="ties")
+    yield from _general_samples(rng)
+
+
+def _general_samples(rng, avg=False):
+    """ceil mode, asymmetric pads and dilation (squeezenet, ONNX files)."""
+    r = rng.standard_normal
+    yield Sample(args=(r((1, 2, 6, 7)),), params={"kernel_size": 3, "stride": 2,
+                                                  "ceil_mode": True}, name="ceil")
+    yield Sample(args=(r((1, 2, 5, 5)),), params={"kernel_size": 2, "stride": 2, "padding": 1,
+                                                  "ceil_mode": True}, name="ceil_padded")
+    yield Sample(args=(r((1, 2, 5, 6)),), params={"kernel_size": (3, 2), "stride": 1,
+                                                  "padding": (1, 0, 0, 1)}, name="asymmetric")
+    yield Sample(args=(r((1, 1, 7, 7)),), params={"kernel_size": 2, "stride": 1, "dilation": 2},
+                 name="dilated")
+    yield Sample(args=(r((1, 1, 4, 4)),), params={"kernel_size": 3, "stride": 1,
+                                                  "padding": (2, 2, 2, 2)}, name="wide_pads")
+    if avg:
+        yield Sample(args=(r((1, 2, 5, 5)),), params={"kernel_size": 3, "stride": 2,
+                                                      "padding": 1, "count_include_pad": False},
+                     name="exclude_pad")
+        yield Sample(args=(r((1, 2, 5, 6)),), params={"kernel_size": 3, "stride": 2,
+                                                      "padding": 1, "ceil_mode": True,
+                                                      "count_include_pad": False},
+                     name="ceil_exclude_pad")
 
 
 max_pool2d = OpDef(
@@ -168,7 +250,11 @@ max_pool2d = OpDef(
     params={"kernel_size": Param(kind="ints", doc="int or (kh, kw)"),
             "stride": Param(kind="ints", default=None, optional=True,
                             doc="int or (sh, sw); None means kernel_size"),
-            "padding": Param(kind="ints", default=0, doc="int or (ph, pw), -inf padding")},
+            "padding": Param(kind="ints", default=0,
+                             doc="int, (ph, pw) or (top, left, bottom, right); -inf padding"),
+            "dilation": Param(kind="ints", default=1, doc="int or (dh, dw)"),
+            "ceil_mode": Param(kind="bool", default=False,
+                               doc="round the output size up (PyTorch's rule)")},
     kernel=_max_kernel, forward=_max_forward, infer=_pool_infer("max_pool2d"), vjp=_max_vjp,
     samples=_max_samples, traits=OpTraits(batch="rows", cost=pool_cost),
     doc="Max over kernel_size windows of NCHW input (torch.nn.functional.max_pool2d); the "
@@ -177,8 +263,9 @@ max_pool2d = OpDef(
 
 
 # -- avg_pool2d ---------------------------------------------------------------------------------
-def _avg_kernel(x, kernel_size, stride, padding):
-    geo = _Geo("avg_pool2d", x.shape, kernel_size, stride, padding)
+def _avg_kernel(x, kernel_size, stride, padding, dilation=1, ceil_mode=False,
+                count_include_pad=True):
+    geo = _Geo("avg_pool2d", x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     xp = _padded(x, geo, 0)
     h = xp[:, :, :, geo.cols(0)].copy()
     for j in range(1, geo.kw):
@@ -186,15 +273,24 @@ def _avg_kernel(x, kernel_size, stride, padding):
     out = h[:, :, geo.rows(0), :].copy()
     for i in range(1, geo.kh):
         out += h[:, :, geo.rows(i), :]
-    out *= 1.0 / (geo.kh * geo.kw)
+    return _divide(out, geo, count_include_pad)
+
+
+def _divide(out, geo, count_include_pad):
+    counts = geo.counts(count_include_pad)
+    if (counts == geo.kh * geo.kw).all():
+        out *= 1.0 / (geo.kh * geo.kw)
+    else:  # windows reaching past the padding (ceil mode) or into it (count_include_pad=False)
+        out /= np.maximum(counts, 1).astype(out.dtype)
     return out
 
 
 def _avg_vjp(ctx, g):
     x = ctx.inputs[0]
     p = ctx.params
-    geo = _Geo("avg_pool2d", x.shape, p["kernel_size"], p["stride"], p["padding"])
-    g = np.asarray(g, dtype=x.dtype) * (1.0 / (geo.kh * geo.kw))
+    geo = _Geo("avg_pool2d", x.shape, p["kernel_size"], p["stride"], p["padding"],
+               p.get("dilation", 1), p.get("ceil_mode", False))
+    g = _divide(np.array(g, dtype=x.dtype), geo, p.get("count_include_pad", True))
     gh = np.zeros((geo.n, geo.c, geo.hp, geo.wo), dtype=g.dtype)
     for i in range(geo.kh):
         gh[:, :, geo.rows(i), :] += g
@@ -212,6 +308,7 @@ def _avg_samples(rng):
                  name="padding1")
     yield Sample(args=(r((1, 3, 5, 7)),), params={"kernel_size": (2, 3), "stride": (1, 2),
                                                   "padding": (1, 0)}, name="pairs")
+    yield from _general_samples(rng, avg=True)
 
 
 avg_pool2d = OpDef(
@@ -220,11 +317,16 @@ avg_pool2d = OpDef(
             "stride": Param(kind="ints", default=None, optional=True,
                             doc="int or (sh, sw); None means kernel_size"),
             "padding": Param(kind="ints", default=0,
-                             doc="int or (ph, pw); zero padding counts in the average")},
+                             doc="int, (ph, pw) or (top, left, bottom, right)"),
+            "dilation": Param(kind="ints", default=1, doc="int or (dh, dw) (ONNX; not PyTorch)"),
+            "ceil_mode": Param(kind="bool", default=False,
+                               doc="round the output size up (PyTorch's rule)"),
+            "count_include_pad": Param(kind="bool", default=True,
+                                       doc="zero padding counts in the average")},
     kernel=_avg_kernel, infer=_pool_infer("avg_pool2d"), vjp=_avg_vjp, samples=_avg_samples,
     traits=OpTraits(batch="rows", cost=pool_cost),
     doc="Mean over kernel_size windows of NCHW input (torch.nn.functional.avg_pool2d, "
-        "count_include_pad=True).",
+        "ceil_mode, count_include_pad) with ONNX's dilation and asymmetric padding.",
 )
 
 OPS = (max_pool2d, avg_pool2d)
