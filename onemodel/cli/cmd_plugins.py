@@ -1,4 +1,5 @@
-"""``onemodel plugins``: each plugin's distribution, version, contributions and load errors."""
+"""``onemodel plugins``: each plugin's distribution, version, contributions, what its
+``override=True`` records replace, and load errors."""
 from __future__ import annotations
 
 from .. import registry
@@ -8,7 +9,8 @@ from ._table import render
 def add_parser(sub):
     p = sub.add_parser("plugins", help="list installed plugins and load errors",
                        description="List each plugin: distribution, version, what it "
-                                   "contributes, and any error met while loading it.",
+                                   "contributes, what its override=True records replace in "
+                                   "other plugins, and any error met while loading it.",
                        epilog="example: onemodel plugins")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     return p
@@ -19,8 +21,9 @@ def run(args) -> int:
     for info in registry.plugins():
         contributes = "; ".join(f"{k}: {len(v)}" for k, v in sorted(info.contributes.items()))
         errors = " | ".join(str(e).splitlines()[0] for e in info.errors) or "-"
+        overrides = "; ".join(info.overrides) or "-"
         rows.append([info.name, info.distribution or "(registered at run time)",
-                     info.version or "-", contributes or "-", errors])
-    print(render(["plugin", "distribution", "version", "contributes", "errors"], rows,
+                     info.version or "-", contributes or "-", overrides, errors])
+    print(render(["plugin", "distribution", "version", "contributes", "overrides", "errors"], rows,
                  markdown=args.markdown))
     return 0

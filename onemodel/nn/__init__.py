@@ -24,6 +24,9 @@ def __getattr__(name: str):
         return rec.cls
     close = difflib.get_close_matches(name, list(modules) + _CORE, n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
+    clash = REGISTRY.tables().clash("modules", name)
+    if clash is not None:
+        hint = f": {clash}"
     if not modules:
         hint += " (no installed plugin contributes layers: install onemodel-ops-nn)"
     raise AttributeError(f"module 'onemodel.nn' has no layer or attribute {name!r}{hint}")

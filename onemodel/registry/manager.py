@@ -5,6 +5,7 @@ by name and the others keep working (pytest's habit of naming the plugin in ever
 """
 from __future__ import annotations
 
+import difflib
 import importlib.metadata
 import os
 import threading
@@ -17,7 +18,7 @@ import pluggy
 
 from ..errors import PluginError
 from . import hookspecs
-from .records import RECORD_TYPES, ModuleDef, OpDef
+from .records import RECORD_TYPES, KernelDef, ModuleDef, OpDef
 
 ENTRY_POINT_GROUP = "onemodel"
 DISABLE_ENV = "ONEMODEL_DISABLE_PLUGIN_AUTOLOAD"
@@ -41,6 +42,7 @@ class PluginInfo:
     version: str | None = None
     contributes: dict[str, list[str]] = attrs.field(factory=dict)
     errors: list[PluginError] = attrs.field(factory=list)
+    overrides: list[str] = attrs.field(factory=list)  # what its override=True records replace
 
     @property
     def label(self) -> str:
@@ -58,6 +60,12 @@ class Tables:
     modules: dict[str, ModuleDef]
     methods: dict[str, tuple[str, OpDef]]  # method/dunder name -> (kind, op)
     withdrawn: dict[str, PluginError]  # op names withdrawn because two plugins define them
+    #: per table ("ops", "kernels", "backends", "passes", "modules"): names withdrawn by a clash
+    clashes: dict[str, dict[Any, PluginError]] = attrs.field(factory=dict)
+
+    def clash(self, table: str, key: Any) -> PluginError | None:
+        """The error that withdrew ``key`` from ``table`` (two plugins define it), or None."""
+        return self.clashes.get(table, {}).get(key)
 
 
 class Registry:
@@ -74,8 +82,11 @@ class Registry:
     def _load_entry_points(self) -> None:
         self._loaded_entry_points = True
         self._register_internal()
-        if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
-            return
+        if os.environ.get(DISABLE_ENV, "") in ("", "0"):
+            self._register_entry_points()
+        self._check_pending()
+
+    def _register_entry_points(self) -> None:
         for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
             dist = getattr(ep, "dist", None)
             dist_name = dist.metadata["Name"] if dist is not None else None
@@ -94,6 +105,31 @@ class Registry:
                 continue
             if self._pm.get_plugin(ep.name) is None and not self._pm.is_registered(plugin):
                 self._pm.register(plugin, name=ep.name)
+
+    def _check_pending(self) -> None:
+        """pluggy's ``check_pending``: a ``@hookimpl`` named after no hook (a misspelling) would
+        never be called. Report each one as an error of its plugin instead of staying silent."""
+        try:
+            self._pm.check_pending()
+            return
+        except pluggy.PluginValidationError:
+            pass  # pluggy names only the first; walk every plugin to report them all
+        specs = self._hook_specs()
+        for pname, plugin in self._pm.list_name_plugin():
+            for caller in self._pm.get_hookcallers(plugin) or ():
+                if caller.has_spec():
+                    continue
+                if all(i.optionalhook for i in caller.get_hookimpls() if i.plugin is plugin):
+                    continue
+                info = self._info_for(pname)
+                close = difflib.get_close_matches(caller.name, specs, n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                err = PluginError(
+                    f"plugin {info.label!r} implements unknown hook {caller.name!r}, which is "
+                    f"never called{hint} (the hooks are {', '.join(specs)})",
+                    plugin=pname, distribution=info.distribution)
+                info.errors.append(err)
+                self._load_errors.append(err)
 
     def _register_internal(self) -> None:
         """The core's own plugin objects (built-in passes and fused ops), like any plugin."""
@@ -134,6 +170,7 @@ class Registry:
     def _build(self) -> Tables:
         for info in self._infos.values():
             info.contributes.clear()
+            info.overrides.clear()
             info.errors[:] = [e for e in info.errors if e in self._load_errors]
         collected: dict[str, list[tuple[str, Any]]] = {h: [] for h in RECORD_TYPES}
         for hook_name, record_type in RECORD_TYPES.items():
@@ -162,24 +199,12 @@ class Registry:
                     label = getattr(rec, "name", None) or f"{rec.op}@{rec.backend}"
                     info.contributes.setdefault(hook_name.removeprefix("onemodel_"), []).append(label)
 
-        ops: dict[str, OpDef] = {}
-        owners: dict[str, str] = {}
-        withdrawn: dict[str, PluginError] = {}
-        for pname, op in collected["onemodel_ops"]:
-            if op.name in ops or op.name in withdrawn:
-                first = owners[op.name]
-                a, b = self._info_for(first), self._info_for(pname)
-                err = PluginError(
-                    f"op {op.name!r} is defined by two plugins: {a.label!r} and {b.label!r}; "
-                    f"uninstall one of them (the op is unavailable until then)",
-                    plugin=pname, distribution=b.distribution)
-                a.errors.append(err)
-                b.errors.append(err)
-                ops.pop(op.name, None)
-                withdrawn[op.name] = err
-                continue
-            ops[op.name] = op
-            owners[op.name] = pname
+        clashes: dict[str, dict[Any, PluginError]] = {}
+        resolved: dict[str, dict[Any, Any]] = {}
+        for hook_name in RECORD_TYPES:
+            table = hook_name.removeprefix("onemodel_")
+            resolved[table], clashes[table] = self._resolve(table, collected[hook_name])
+        ops: dict[str, OpDef] = resolved["ops"]
 
         methods: dict[str, tuple[str, OpDef]] = {}
         for op in ops.values():
@@ -187,19 +212,44 @@ class Registry:
                                 ("inplace", op.inplace)):
                 for m in names:
                     methods.setdefault(m, (kind, op))
+        return Tables(ops=ops, kernels=resolved["kernels"], backends=resolved["backends"],
+                      passes=resolved["passes"], modules=resolved["modules"],
+                      methods=methods, withdrawn=clashes["ops"], clashes=clashes)
 
-        def by_name(hook):
-            table: dict[str, Any] = {}
-            for _pname, rec in collected[hook]:
-                table.setdefault(rec.name, rec)
-            return table
-
-        kernels = {}
-        for _pname, k in collected["onemodel_kernels"]:
-            kernels.setdefault((k.backend, k.op), k)
-        return Tables(ops=ops, kernels=kernels, backends=by_name("onemodel_backends"),
-                      passes=by_name("onemodel_passes"), modules=by_name("onemodel_modules"),
-                      methods=methods, withdrawn=withdrawn)
+    def _resolve(self, table: str, entries: list[tuple[str, Any]]):
+        """One clash rule for every table: a name given by one plugin is taken; a name given by
+        several is an error naming them all and the name is withdrawn, unless exactly one of
+        them says ``override=True`` (it wins, and the plugin's info lists what it replaced)."""
+        by_key: dict[Any, list[tuple[str, Any]]] = {}
+        for pname, rec in entries:
+            by_key.setdefault(_key(rec), []).append((pname, rec))
+        out: dict[Any, Any] = {}
+        withdrawn: dict[Any, PluginError] = {}
+        what = _WHAT[table]
+        for key, given in by_key.items():
+            if len(given) == 1:
+                out[key] = given[0][1]
+                continue
+            winners = [(p, r) for p, r in given if r.override]
+            if len(winners) == 1:
+                pname, rec = winners[0]
+                out[key] = rec
+                replaced = [self._info_for(p).label for p, r in given if r is not rec]
+                self._info_for(pname).overrides.append(
+                    f"{what} {_label(key)} (replaces {', '.join(replaced)})")
+                continue
+            labels = [self._info_for(p).label for p, _ in given]
+            why = ("each says override=True; only one may" if winners else
+                   "the one that should win must say override=True in its record, or uninstall "
+                   "the others")
+            err = PluginError(
+                f"{what} {_label(key)} is defined by {len(given)} plugins: "
+                f"{' and '.join(map(repr, labels))}; {why} (it is unavailable until then)",
+                plugin=given[-1][0], distribution=self._info_for(given[-1][0]).distribution)
+            for p in dict.fromkeys(p for p, _ in given):
+                self._info_for(p).errors.append(err)
+            withdrawn[key] = err
+        return out, withdrawn
 
     # -- public --------------------------------------------------------------------------
     def register(self, plugin: object, name: str | None = None) -> str:
@@ -288,6 +338,19 @@ class Registry:
     def plugins(self) -> list[PluginInfo]:
         self._ensure()
         return list(self._infos.values())
+
+
+_WHAT = {"ops": "op", "kernels": "kernel", "backends": "backend", "passes": "pass",
+         "modules": "module"}
+
+
+def _key(rec: Any) -> Any:
+    """A record's name in its table: (backend, op) for kernels, ``name`` for the others."""
+    return (rec.backend, rec.op) if isinstance(rec, KernelDef) else rec.name
+
+
+def _label(key: Any) -> str:
+    return f"{key[1]!r} for backend {key[0]!r}" if isinstance(key, tuple) else repr(key)
 
 
 REGISTRY = Registry()

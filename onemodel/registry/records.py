@@ -2,6 +2,10 @@
 
 Records are frozen attrs classes so that a test can call a hook and inspect what came back, and so
 that nothing changes a record after the registry validated it.
+
+Every named record (op, kernel, backend, pass, module) may say ``override=True``: it then
+replaces a record of the same name from another plugin instead of clashing with it (a clash is
+an error naming both distributions, and the name is unavailable until one of them goes).
 """
 from __future__ import annotations
 
@@ -247,6 +251,7 @@ class OpDef:
     pure: bool | Callable = True
     doc: str = ""
     provider: str | None = None  # set by the registry: "distribution version" or plugin name
+    override: bool = False  # replace a record of the same name from another plugin (see registry)
     signature: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     traits: OpTraits = attrs.field(default=NO_TRAITS,
                                    validator=attrs.validators.instance_of(OpTraits))
@@ -305,6 +310,7 @@ class KernelDef:
     make: Callable | None = attrs.field(default=None, validator=_optional_callable)
     doc: str = ""
     provider: str | None = None
+    override: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -315,6 +321,7 @@ class BackendDef:
     create: Callable = attrs.field(validator=_is_callable)
     doc: str = ""
     provider: str | None = None
+    override: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -327,6 +334,7 @@ class PassDef:
     order: int = 100
     doc: str = ""
     provider: str | None = None
+    override: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -337,6 +345,7 @@ class ModuleDef:
     cls: type
     doc: str = ""
     provider: str | None = None
+    override: bool = False
 
 
 RECORD_TYPES = {
