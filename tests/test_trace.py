@@ -187,8 +187,8 @@ def test_fixed_bound_equal_to_the_example_batch_is_a_constant():
     assert_same_at_sizes(traced, fn, lambda n: (n, 10))
 
 
-def test_record_time_refusal_names_the_int_that_equals_an_axis():
-    # a literal 4 where the batch was meant: the reshape cannot be recorded for every batch size
+def test_refusal_names_the_int_that_equals_an_axis():
+    # a literal 4 where the batch was meant: the function runs only at the example batch
     with pytest.raises(TraceException, match=r"ops\.reshape") as info:
         om.trace(lambda x: x.reshape(4, 3, 2) * 2.0, ex(4, 3, 2), "batch", None, None)
     text = str(info.value)

@@ -24,10 +24,11 @@ import numpy as np
 
 from ..core.dtype import DType
 from ..core.graph import Graph, Node, Value, as_graph
+from ..core.guards import Guard
 from ..core.symbolic import Dim, SymbolicError
 from ..core.types import TensorType
 from ..errors import FormatError, GraphError, OneModelError
-from . import params_codec
+from . import _json_scan, params_codec
 from ._atomic import atomic_write, check_path
 
 FORMAT = "onemodel"
@@ -36,7 +37,11 @@ MANIFEST = "manifest.json"
 DATA_PREFIX = "data/"
 
 # Limits checked before anything is allocated (documented in docs/format.md, "Limits").
-MAX_MANIFEST_BYTES = 256 * 1024 * 1024
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+#: JSON values and keys in the manifest (about 28 per node: 140,000 nodes). Parsing costs up to
+#: ~90 bytes per element (an empty object), so this caps a parse at about 360 MB
+MAX_MANIFEST_ELEMENTS = 4_000_000
+MAX_MANIFEST_NESTING = 100  # params nest 32 levels (params_codec), 2 JSON levels each at most
 MAX_ENTRIES = 1_000_000
 MAX_NAME_CHARS = 1024
 MAX_RANK = 64
@@ -132,6 +137,8 @@ def manifest_of(graph: Graph) -> tuple[dict, list[tuple[str, np.ndarray]]]:
         },
         "ops": op_providers(n.op for n in graph.nodes),
     }
+    if graph.guards:  # size conditions sessions check (see core/guards.py)
+        manifest["graph"]["guards"] = [g.to_json() for g in graph.guards]
     return manifest, data_entries
 
 
@@ -308,7 +315,38 @@ def _check_entry_names(r: _Reader, zf: zipfile.ZipFile,
             raise r.fail(f"zip entry {name!r:.100}", f"declares {zi.file_size} bytes from "
                          f"{zi.compress_size} compressed bytes (a compression bomb)")
         out[name] = zi
+    _check_overlaps(r, zf, out.values())
     return out
+
+
+def _check_overlaps(r: _Reader, zf: zipfile.ZipFile, infos) -> None:
+    """Each entry's local header and data must lie before the central directory and apart from
+    every other entry's: entries sharing bytes (each local header's extra field spanning the
+    next, so all data starts at one offset) would let a 1 MB file load as N times its size.
+    Hence the declared compressed sizes sum to at most the file's size."""
+    extents = []
+    for zi in infos:
+        try:
+            zf.fp.seek(zi.header_offset)
+            header = zf.fp.read(30)
+        except (OSError, ValueError) as exc:
+            raise r.fail(f"zip entry {zi.filename!r:.100}", f"cannot be read: {exc}") from None
+        if len(header) != 30 or header[:4] != b"PK\x03\x04":
+            raise r.fail(f"zip entry {zi.filename!r:.100}", f"has no local header at offset "
+                         f"{zi.header_offset}")
+        name_len, extra_len = int.from_bytes(header[26:28], "little"), int.from_bytes(
+            header[28:30], "little")
+        end = zi.header_offset + 30 + name_len + extra_len + zi.compress_size
+        extents.append((zi.header_offset, end, zi.filename))
+    extents.sort()
+    limit = getattr(zf, "start_dir", None)
+    for (start, end, name), nxt in zip(extents, extents[1:] + [None]):
+        if nxt is not None and end > nxt[0]:
+            raise r.fail(f"zip entry {name!r:.100}", f"overlaps entry {nxt[2]!r:.100} (bytes "
+                         f"{start}..{end} and {nxt[0]}..{nxt[1]}); entries may not share data")
+        if nxt is None and limit is not None and end > limit:
+            raise r.fail(f"zip entry {name!r:.100}", f"overlaps the zip's central directory "
+                         f"(ends at {end}, the directory starts at {limit})")
 
 
 def _read_capped(r: _Reader, zf: zipfile.ZipFile, zi: zipfile.ZipInfo, size: int) -> bytes:
@@ -449,6 +487,23 @@ def _parse_graph(r: _Reader, manifest: dict, entries: Mapping[str, zipfile.ZipIn
     return inputs, inits, nodes, outputs, values
 
 
+def _parse_guards(r: _Reader, g: dict) -> tuple:
+    """The graph's size conditions (optional key ``guards``; see docs/format.md)."""
+    out = []
+    for i, x in enumerate(r.lst(g.get("guards", []), "graph.guards")):
+        where = f"graph.guards[{i}]"
+        x = r.obj(x, where, ("left", "right"))
+        left = r.dim(x["left"], f"{where}.left", True)
+        right = r.dim(x["right"], f"{where}.right", True)
+        reason, source = x.get("reason", ""), x.get("source")
+        if not isinstance(reason, str) or len(reason) > 1000:
+            raise r.fail(f"{where}.reason", "expected a string of at most 1000 characters")
+        if source is not None and (not isinstance(source, str) or len(source) > 1000):
+            raise r.fail(f"{where}.source", "expected null or a string of at most 1000 characters")
+        out.append(Guard(left, right, reason, source))
+    return tuple(out)
+
+
 def _unknown_ops(r: _Reader, manifest: dict, nodes) -> None:
     from ..registry import REGISTRY
 
@@ -525,6 +580,10 @@ def load_graph(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES) -
             raise r.fail(MANIFEST, f"{mi.file_size} bytes exceed the limit of "
                          f"{MAX_MANIFEST_BYTES}")
         raw = _read_capped(r, zf, mi, mi.file_size)
+        too_big = _json_scan.check(raw, max_elements=MAX_MANIFEST_ELEMENTS,
+                                   max_nesting=MAX_MANIFEST_NESTING)
+        if too_big:
+            raise r.fail(MANIFEST, too_big)
         try:
             manifest = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as exc:
@@ -543,7 +602,7 @@ def load_graph(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES) -
             arr = arr.astype(t.dtype.numpy, copy=False).reshape(t.shape)
             arrays[name] = arr
     graph = Graph(inputs=tuple(inputs), nodes=tuple(_reorder_params(nodes)), outputs=tuple(outputs),
-                  values=values, initializers=arrays)
+                  values=values, initializers=arrays, guards=_parse_guards(r, manifest["graph"]))
     try:
         graph.verify()
     except GraphError as exc:

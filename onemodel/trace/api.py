@@ -71,7 +71,8 @@ def trace(fn: Callable, example, *axis_names, check: bool = True, input_name: st
             return [t for _n, t in _outputs(fn(*(feeds[n] for n in names)))]
 
         check_trace(traced.graph, run_eager, tracer.examples, tracer.env,
-                    ints_equal_to_axes=tracer.ints_equal_to_axes)
+                    ints_equal_to_axes=tracer.ints_equal_to_axes,
+                    size_values=tracer.size_values)
     return TracedModel(prune_unused(traced.graph))
 
 

@@ -12,7 +12,7 @@ from ..core.dispatch import eager
 from ..core.grad_mode import _internal_no_grad
 from ..core.graph import Graph
 from ..core.interpreter import bind_symbols
-from ..core.symbolic import evaluate_nested
+from ..core.symbolic import evaluate, evaluate_nested, format_shape
 from ..core.tensor import Tensor
 from ..errors import OneModelError, TraceException
 from ..registry import REGISTRY
@@ -88,10 +88,12 @@ def check_sizes(size0: int, extra_sizes: int = 2) -> list[int]:
 
 
 def check_trace(graph: Graph, run_eager: Callable[[dict], list], examples, env: dict,
-                extra_sizes: int = 2, ints_equal_to_axes=()) -> None:
-    """For each symbolic axis, compare eager and graph at the sizes of `check_sizes`."""
+                extra_sizes: int = 2, ints_equal_to_axes=(), size_values=()) -> None:
+    """For each symbolic axis, compare eager and graph at the sizes of `check_sizes`.
+    ``size_values`` names the values that hold a size used as a tensor (eager has plain ints
+    there, so no op to compare with)."""
     try:
-        _check(graph, run_eager, examples, env, extra_sizes)
+        _check(graph, run_eager, examples, env, extra_sizes, frozenset(size_values))
     except TraceException as exc:
         hints = [f"\n  note: the int {n} passed to ops.{op}" + (f" at {src}" if src else "")
                  + f" equals the example size of axis {axis!r}, but a plain int is a constant "
@@ -103,8 +105,10 @@ def check_trace(graph: Graph, run_eager: Callable[[dict], list], examples, env: 
         raise
 
 
-def _check(graph, run_eager, examples, env, extra_sizes):
+def _check(graph, run_eager, examples, env, extra_sizes, size_values):
     for axis, size0 in env.items():
+        refused: list[tuple[int, Exception]] = []  # sizes the model itself does not accept
+        tried = 0
         for size in check_sizes(size0, extra_sizes):
             sizes = dict(env, **{axis: size})
             if any(not g.holds(sizes) for g in graph.guards):
@@ -115,11 +119,19 @@ def _check(graph, run_eager, examples, env, extra_sizes):
                 with tracing_hooks.activate(recorder), _internal_no_grad():
                     eager_outputs = run_eager({n: Tensor._wrap(a) for n, a in feeds.items()})
             except OneModelError as exc:
-                if size < size0:
-                    continue  # the model itself needs larger sizes (a kernel, a window)
+                # The model may not accept this size at all (halves of an odd length, a window
+                # larger than the input): then the graph must refuse it too.
+                tried += 1
+                try:
+                    _run_graph_all(graph, feeds)
+                except Exception:  # noqa: BLE001 - both refuse: they agree
+                    refused.append((size, exc))
+                    continue
                 raise TraceException(
                     f"the trace check re-ran the function with axis {axis!r} = {size} and it "
-                    f"failed: {exc}. Something in it depends on the example's size {size0}.") from exc
+                    f"failed ({exc}), but the graph runs at that size: something in the function "
+                    f"depends on the example's size {size0}.") from exc
+            tried += 1
             try:
                 per_node, graph_outputs = _run_graph_all(graph, feeds)
             except Exception as exc:  # noqa: BLE001
@@ -127,19 +139,31 @@ def _check(graph, run_eager, examples, env, extra_sizes):
                     f"the graph fails to run with axis {axis!r} = {size} (example: {size0}): {exc}. "
                     f"The graph and the eager code disagree about which sizes follow the axis.") from exc
             _compare(graph, recorder.results, per_node, graph_outputs, eager_outputs, axis, size,
-                     size0)
+                     size0, sizes, size_values)
+        if tried and len(refused) == tried:
+            size, exc = refused[-1]
+            raise TraceException(
+                f"the traced function runs only at the example's size of axis {axis!r} "
+                f"({size0}): at {', '.join(str(n) for n, _e in refused)} it fails (at {size}: "
+                f"{exc}). A size of the example was written into the code as a constant; "
+                f"read it from x.shape, or mark the axis as fixed when tracing.") from exc
 
 
-def _compare(graph, eager_results, per_node, graph_outputs, eager_outputs, axis, size, size0):
+def _compare(graph, eager_results, per_node, graph_outputs, eager_outputs, axis, size, size0,
+             sizes, size_values):
+    k = -1  # the eager op matching graph node i (sizes used as values have no eager op)
     for i, node in enumerate(graph.nodes):
+        if set(node.outputs) <= size_values:
+            continue
+        k += 1
         where = f" (recorded at {node.source})" if node.source else ""
-        if i >= len(eager_results) or eager_results[i][0] != node.op:
-            got = eager_results[i][0] if i < len(eager_results) else "nothing"
+        if k >= len(eager_results) or eager_results[k][0] != node.op:
+            got = eager_results[k][0] if k < len(eager_results) else "nothing"
             raise TraceException(
                 f"with axis {axis!r} = {size} the function takes another path: node {i} of the "
                 f"graph is {node.op}{where} but the eager run called {got}. Python control flow "
                 f"depends on the example's size {size0}.")
-        for name, g, e in zip(node.outputs, per_node[i], eager_results[i][1]):
+        for name, g, e in zip(node.outputs, per_node[i], eager_results[k][1]):
             if not _close(g, e):
                 what = (f"shape {g.shape} instead of {e.shape}" if g.shape != e.shape
                         else "different values")
@@ -148,6 +172,13 @@ def _compare(graph, eager_results, per_node, graph_outputs, eager_outputs, axis,
                     f"{size0}): node {node.op} -> %{name}{where} gives {what}. A size decided "
                     f"from the example was frozen into the graph; pass sizes from x.shape to "
                     f"ops instead of Python ints.")
+            declared = tuple(evaluate(d, sizes) for d in graph.values[name].shape)
+            if declared != g.shape:
+                raise TraceException(
+                    f"with axis {axis!r} = {size} (example: {size0}) node {node.op} -> %{name}"
+                    f"{where} has shape {g.shape}, but the graph declares "
+                    f"{format_shape(graph.values[name].shape)} = {declared}: the inference of "
+                    f"ops.{node.op} is wrong at this size (a session would declare a wrong shape)")
     for (oname, _v), e in zip(graph.outputs, eager_outputs):
         g = graph_outputs[oname]
         e = e._data if isinstance(e, Tensor) else np.asarray(e)

@@ -50,10 +50,14 @@ class TracedModel:
             self._session = Session(self, backend="numpy", optimization="all")
         return self._session.run(feeds)
 
-    def create_session(self, backend: str = "numpy", optimization: str = "all", **options):
+    def create_session(self, backend: str = "numpy", optimization: str = "all",
+                       threads: int | None = None, **options):
+        """A `Session` over this graph; ``threads`` bounds the cores one run may use (BLAS
+        included; None: the backend's default)."""
         from ..core.session import Session
 
-        return Session(self, backend=backend, optimization=optimization, **options)
+        return Session(self, backend=backend, optimization=optimization, threads=threads,
+                       **options)
 
     def save(self, path: str | os.PathLike) -> None:
         """Save in the OneModel format (one file; see docs/format.md)."""

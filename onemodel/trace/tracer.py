@@ -68,6 +68,7 @@ class Tracer:
         #: plain ints (constants, always) that equal a symbolic axis's example size, kept for
         #: the note when a frozen literal is what broke: (axis, value, op, source)
         self.ints_equal_to_axes: list[tuple[str, int, str, str | None]] = []
+        self.size_values: set[str] = set()  # values holding a size used as a tensor (x / n)
         self._current_op = ""
 
     # -- activation ------------------------------------------------------------------------------
@@ -274,8 +275,9 @@ class Tracer:
         / x.shape[1]``)."""
         from ..core.tensor import _protocol_op
 
-        return apply_op(_protocol_op("__full__"), (), {"shape": (), "value": size,
-                                                        "dtype": dtype})
+        t = apply_op(_protocol_op("__full__"), (), {"shape": (), "value": size, "dtype": dtype})
+        self.size_values.add(t._tv[1])
+        return t
 
     def _value_of(self, t: Tensor) -> str:
         if t._tv is not None and t._tv[0] is self._ref:

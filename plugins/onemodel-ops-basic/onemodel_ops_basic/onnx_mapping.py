@@ -597,8 +597,10 @@ def _export_full(ctx, node):
     shape = list(node.params["shape"])
     out = ctx.output_types(node)[0]
     value = node.params["value"]
-    if isinstance(value, Dim):
-        ctx.unsupported(node, "a symbolic fill value")
+    if isinstance(value, Dim):  # a size used as a value (x / x.shape[1]): computed at run time
+        size = ctx.cast(ctx.scalar_dim(value), "i64", out.dtype)
+        ctx.make_node("Expand", [size, ctx.shape(shape)], ctx.outputs(node))
+        return
     if not any(isinstance(d, Dim) for d in shape):
         ctx.make_node("Identity", [ctx.const(np.full(shape, value, dtype=out.dtype.numpy),
                                              hint="full")], ctx.outputs(node))
