@@ -1,0 +1,82 @@
+"""The "compiled" backend: ``om.Session(model, backend="compiled", threads=None, max_plans=32)``.
+
+``compile(graph)`` packs the graph's weights once (GEMM panels) into a `WeightBlock` shared by
+every shape signature; each signature is lowered (`lower.Lowering`, milliseconds, no C compiler)
+into native segments run by the kernel library built at install time. ``threads`` is accepted
+and bounds BLAS for ops that fall back to numpy; the native kernels are single-threaded.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from onemodel.core.plan import CompiledGraph
+from onemodel.errors import OneModelError
+
+from .lower import Lowering
+from .plan import NativePlan
+from .rules import RULES
+from .weights import WeightBlock
+
+
+class CompiledOptionError(OneModelError, ValueError):
+    """A bad option of the compiled backend (names the option and the value)."""
+
+
+def _positive(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
+        raise CompiledOptionError(f"compiled backend: {name} must be a positive int, got "
+                                  f"{value!r}")
+    return int(value)
+
+
+class CompiledBackend:
+    options = ("threads", "max_plans")
+
+    def __init__(self, threads=None, max_plans: int = 32) -> None:
+        self.name = "compiled"
+        self.requested_threads = None if threads is None else _positive("threads", threads)
+        self.max_plans = _positive("max_plans", max_plans)
+
+    def compile(self, graph) -> "NativeGraph":
+        return NativeGraph(graph, self)
+
+
+class NativeGraph(CompiledGraph):
+    """Plans per shape signature over one weight block packed at session creation."""
+
+    def __init__(self, graph, backend: CompiledBackend) -> None:
+        from onemodel.registry import REGISTRY
+
+        tables = REGISTRY.tables()
+        super().__init__(graph, backend.name, {}, max_plans=backend.max_plans)
+        self.weights = WeightBlock()
+        self.numpy_kernels = {op: k for (b, op), k in tables.kernels.items() if b == "numpy"}
+        self._pack(graph)
+
+    def _pack(self, graph) -> None:
+        """Pre-pack the constant weights of linear layers now, not at the first run."""
+        for node in graph.nodes:
+            if node.op in ("linear", "fused_linear") and len(node.inputs) > 1:
+                w = node.inputs[1]
+                if w in graph.initializers:
+                    W = np.asarray(graph.initializers[w])
+                    if W.ndim == 2 and W.dtype == np.float32:
+                        self.weights.panels(w + "^T", lambda W=W: W.T)
+
+    def build(self, env, output_names):
+        lw = Lowering(self.graph, env, output_names, self.weights, self.ops, RULES,
+                      self.numpy_kernels)
+        return NativePlan(lw, self.weights)
+
+
+def create(**options) -> CompiledBackend:
+    unknown = set(options) - set(CompiledBackend.options)
+    if unknown:
+        raise TypeError(f"unknown option(s) {sorted(unknown)}; the compiled backend takes "
+                        f"{', '.join(CompiledBackend.options)}")
+    return CompiledBackend(**options)
+
+
+__all__ = ["CompiledBackend", "NativeGraph", "CompiledOptionError", "create"]

@@ -1,0 +1,428 @@
+/* The kernel library and the executor, compiled twice by native.c: once for the baseline ISA
+ * and once (x86-64 only) for AVX2+FMA, chosen at import by the CPU. SFX(name) gives each copy
+ * its own names. Everything is float32; nothing here allocates or can fail except on a bad
+ * instruction, whose index is returned. */
+#include "om_program.h"
+
+typedef float SFX(v8) __attribute__((vector_size(32)));
+#define V8 SFX(v8)
+
+static inline V8 SFX(ld8)(const float *p) { V8 v; memcpy(&v, p, 32); return v; }
+static inline void SFX(st8)(float *p, V8 v) { memcpy(p, &v, 32); }
+
+/* sum of n floats with 8 partial sums (a fixed order, unlike -ffast-math) */
+static float SFX(sum)(const float *x, long n) {
+    V8 acc = {0};
+    long i = 0;
+    for (; i + 8 <= n; i += 8) acc += SFX(ld8)(x + i);
+    float s = 0.0f;
+    for (int j = 0; j < 8; j++) s += acc[j];
+    for (; i < n; i++) s += x[i];
+    return s;
+}
+
+/* -- packed GEMM: C[m, n] = act(sum_k A[m, k] Bp[n/16][k][n%16] + bias + resid) ----------------- */
+typedef struct {
+    const float *bias; int bias_mode;         /* 0 none, 1 per column, 2 per row */
+    const float *resid; long ldr;              /* may alias out (accumulate) */
+    int act;
+} SFX(Epi);
+
+static void SFX(store_tile)(const float *tile, int mr, int nr, long m0, long n0, float *C,
+                            long ldc, const SFX(Epi) *e) {
+    for (int r = 0; r < mr; r++) {
+        float *c = C + (m0 + r) * ldc + n0;
+        const float *t = tile + r * 16;
+        const float *res = e->resid ? e->resid + (m0 + r) * e->ldr + n0 : NULL;
+        float rb = e->bias_mode == 2 ? e->bias[m0 + r] : 0.0f;
+        for (int j = 0; j < nr; j++) {
+            float v = t[j];
+            if (e->bias_mode == 1) v += e->bias[n0 + j];
+            else v += rb;
+            if (res) v += res[j];
+            c[j] = om_act(e->act, v);
+        }
+    }
+}
+
+static void SFX(ukr6x16)(long K, const float *a0, const float *a1, const float *a2,
+                         const float *a3, const float *a4, const float *a5, const float *bp,
+                         float *tile) {
+    V8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
+    V8 c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
+    for (long k = 0; k < K; k++) {
+        V8 b0 = SFX(ld8)(bp), b1 = SFX(ld8)(bp + 8);
+        bp += 16;
+        V8 a;
+        a = (V8){0} + a0[k]; c00 += a * b0; c01 += a * b1;
+        a = (V8){0} + a1[k]; c10 += a * b0; c11 += a * b1;
+        a = (V8){0} + a2[k]; c20 += a * b0; c21 += a * b1;
+        a = (V8){0} + a3[k]; c30 += a * b0; c31 += a * b1;
+        a = (V8){0} + a4[k]; c40 += a * b0; c41 += a * b1;
+        a = (V8){0} + a5[k]; c50 += a * b0; c51 += a * b1;
+    }
+    SFX(st8)(tile + 0, c00); SFX(st8)(tile + 8, c01);
+    SFX(st8)(tile + 16, c10); SFX(st8)(tile + 24, c11);
+    SFX(st8)(tile + 32, c20); SFX(st8)(tile + 40, c21);
+    SFX(st8)(tile + 48, c30); SFX(st8)(tile + 56, c31);
+    SFX(st8)(tile + 64, c40); SFX(st8)(tile + 72, c41);
+    SFX(st8)(tile + 80, c50); SFX(st8)(tile + 88, c51);
+}
+
+/* one row against four panels at once (M = 1: a GEMV over the packed weights) */
+static void SFX(gemv)(long K, long N, const float *a, const float *Bp, float *C,
+                      const SFX(Epi) *e) {
+    long np = (N + 15) / 16, j = 0;
+    float tile[64];
+    for (; j + 4 <= np; j += 4) {
+        const float *b = Bp + j * 16 * K;
+        long ps = 16 * K;
+        V8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0}, s6 = {0}, s7 = {0};
+        for (long k = 0; k < K; k++) {
+            V8 av = (V8){0} + a[k];
+            const float *p = b + 16 * k;
+            s0 += av * SFX(ld8)(p);          s1 += av * SFX(ld8)(p + 8);
+            s2 += av * SFX(ld8)(p + ps);     s3 += av * SFX(ld8)(p + ps + 8);
+            s4 += av * SFX(ld8)(p + 2 * ps); s5 += av * SFX(ld8)(p + 2 * ps + 8);
+            s6 += av * SFX(ld8)(p + 3 * ps); s7 += av * SFX(ld8)(p + 3 * ps + 8);
+        }
+        V8 parts[8] = {s0, s1, s2, s3, s4, s5, s6, s7};
+        for (int q = 0; q < 4; q++) {
+            SFX(st8)(tile, parts[2 * q]); SFX(st8)(tile + 8, parts[2 * q + 1]);
+            long n0 = (j + q) * 16;
+            SFX(store_tile)(tile, 1, (int)(N - n0 < 16 ? N - n0 : 16), 0, n0, C, N, e);
+        }
+    }
+    for (; j < np; j++) {
+        const float *b = Bp + j * 16 * K;
+        V8 s0 = {0}, s1 = {0}, t0 = {0}, t1 = {0};
+        long k = 0;
+        for (; k + 2 <= K; k += 2) {
+            V8 av = (V8){0} + a[k], aw = (V8){0} + a[k + 1];
+            s0 += av * SFX(ld8)(b + 16 * k); s1 += av * SFX(ld8)(b + 16 * k + 8);
+            t0 += aw * SFX(ld8)(b + 16 * k + 16); t1 += aw * SFX(ld8)(b + 16 * k + 24);
+        }
+        for (; k < K; k++) {
+            V8 av = (V8){0} + a[k];
+            s0 += av * SFX(ld8)(b + 16 * k); s1 += av * SFX(ld8)(b + 16 * k + 8);
+        }
+        SFX(st8)(tile, s0 + t0); SFX(st8)(tile + 8, s1 + t1);
+        long n0 = j * 16;
+        SFX(store_tile)(tile, 1, (int)(N - n0 < 16 ? N - n0 : 16), 0, n0, C, N, e);
+    }
+}
+
+static void SFX(gemm)(long M, long K, long N, const float *A, long lda, const float *Bp,
+                      float *C, long ldc, const SFX(Epi) *e) {
+    if (M == 1 && ldc == N) { SFX(gemv)(K, N, A, Bp, C, e); return; }
+    long np = (N + 15) / 16;
+    long mb = (32768 / (K > 0 ? K : 1)) / 6 * 6;  /* rows of A per block: about 128 KiB */
+    if (mb < 6) mb = 6;
+    float tile[96];
+    for (long m0b = 0; m0b < M; m0b += mb) {
+        long m1b = m0b + mb < M ? m0b + mb : M;
+        for (long j = 0; j < np; j++) {
+            const float *b = Bp + j * 16 * K;
+            long n0 = j * 16;
+            int nr = (int)(N - n0 < 16 ? N - n0 : 16);
+            for (long m0 = m0b; m0 < m1b; m0 += 6) {
+                int mr = (int)(m1b - m0 < 6 ? m1b - m0 : 6);
+                const float *r[6];
+                for (int q = 0; q < 6; q++) r[q] = A + (m0 + (q < mr ? q : 0)) * lda;
+                SFX(ukr6x16)(K, r[0], r[1], r[2], r[3], r[4], r[5], b, tile);
+                SFX(store_tile)(tile, mr, nr, m0, n0, C, ldc, e);
+            }
+        }
+    }
+}
+
+/* pack B (element (k, n) at B[k*sk + n*sn]) into 16-column panels, zero padded */
+static void SFX(pack_b)(const float *B, long K, long N, long sk, long sn, float *dst) {
+    long np = (N + 15) / 16;
+    for (long j = 0; j < np; j++)
+        for (long k = 0; k < K; k++) {
+            float *d = dst + (j * K + k) * 16;
+            for (int c = 0; c < 16; c++) {
+                long n = j * 16 + c;
+                d[c] = n < N ? B[k * sk + n * sn] : 0.0f;
+            }
+        }
+}
+
+/* -- the pointwise VM: a chain of ops over blocks of 64 elements -------------------------------- */
+#define VM_BLK 64
+static void SFX(vm_block)(const int64_t *code, long ncode, const float *consts, float *reg,
+                          float **inp, const long *istr, int nin, long n, float *out, long ostr) {
+    for (int i = 0; i < nin; i++) (void)i;
+    long pc = 0;
+    int last = 0;
+    for (; pc < ncode; pc++) {
+        const int64_t *c = code + 4 * pc;
+        int opc = (int)c[0], d = (int)c[1], a = (int)c[2], b = (int)c[3];
+        float *rd = reg + d * VM_BLK, *ra = reg + a * VM_BLK, *rb = reg + b * VM_BLK;
+        last = d;
+        switch (opc) {
+        case VM_LOAD: {
+            const float *p = inp[a]; long s = istr[a];
+            if (s == 1) memcpy(rd, p, n * sizeof(float));
+            else if (s == 0) { float v = p[0]; for (long i = 0; i < n; i++) rd[i] = v; }
+            else for (long i = 0; i < n; i++) rd[i] = p[i * s];
+            break; }
+        case VM_CONST: { float v = consts[a]; for (long i = 0; i < n; i++) rd[i] = v; break; }
+        case VM_ADD: for (long i = 0; i < n; i++) rd[i] = ra[i] + rb[i]; break;
+        case VM_SUB: for (long i = 0; i < n; i++) rd[i] = ra[i] - rb[i]; break;
+        case VM_MUL: for (long i = 0; i < n; i++) rd[i] = ra[i] * rb[i]; break;
+        case VM_DIV: for (long i = 0; i < n; i++) rd[i] = ra[i] / rb[i]; break;
+        case VM_MAX: for (long i = 0; i < n; i++) rd[i] = om_max(ra[i], rb[i]); break;
+        case VM_MIN: for (long i = 0; i < n; i++) rd[i] = om_min(ra[i], rb[i]); break;
+        case VM_POW: for (long i = 0; i < n; i++) rd[i] = powf(ra[i], rb[i]); break;
+        case VM_NEG: for (long i = 0; i < n; i++) rd[i] = -ra[i]; break;
+        case VM_ABS: for (long i = 0; i < n; i++) rd[i] = fabsf(ra[i]); break;
+        case VM_EXP: for (long i = 0; i < n; i++) rd[i] = om_exp(ra[i]); break;
+        case VM_LOG: for (long i = 0; i < n; i++) rd[i] = logf(ra[i]); break;
+        case VM_SQRT: for (long i = 0; i < n; i++) rd[i] = sqrtf(ra[i]); break;
+        case VM_TANH: for (long i = 0; i < n; i++) rd[i] = om_tanh(ra[i]); break;
+        case VM_SIGMOID: for (long i = 0; i < n; i++) rd[i] = om_sigmoid(ra[i]); break;
+        case VM_RELU: for (long i = 0; i < n; i++) rd[i] = om_relu(ra[i]); break;
+        case VM_ERF: for (long i = 0; i < n; i++) rd[i] = om_erf(ra[i]); break;
+        case VM_GELU: for (long i = 0; i < n; i++) rd[i] = om_gelu(ra[i]); break;
+        case VM_GELU_TANH: for (long i = 0; i < n; i++) rd[i] = om_gelu_tanh(ra[i]); break;
+        case VM_SQUARE: for (long i = 0; i < n; i++) rd[i] = ra[i] * ra[i]; break;
+        case VM_RECIP: for (long i = 0; i < n; i++) rd[i] = 1.0f / ra[i]; break;
+        case VM_SWISH: for (long i = 0; i < n; i++) rd[i] = ra[i] * om_sigmoid(ra[i]); break;
+        case VM_COPY: memcpy(rd, ra, n * sizeof(float)); break;
+        default: break;
+        }
+    }
+    const float *res = reg + last * VM_BLK;
+    if (ostr == 1) memcpy(out, res, n * sizeof(float));
+    else for (long i = 0; i < n; i++) out[i * ostr] = res[i];
+}
+
+/* -- executor ----------------------------------------------------------------------------------- */
+#define ADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
+
+static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
+    long pc = 0, idx = 0;
+    float reg[VM_MAXREG * VM_BLK];
+    while (pc < n) {
+        const int64_t *I = prog + pc;
+        int64_t op = I[0], len = I[1];
+        if (len < 2 || pc + len > n) return idx;
+        const int64_t *f = I + 2;
+        switch (op) {
+        case I_GEMM: {
+            SFX(Epi) e = {ADDR(f[6]), (int)f[7], ADDR(f[8]), f[9], (int)f[12]};
+            SFX(gemm)(f[2], f[3], f[4], ADDR(f[0]), f[1], ADDR(f[5]), ADDR(f[10]), f[11], &e);
+            break; }
+        case I_BMM: {
+            /* nb, A, sa, lda, B, sb, bk, bn, out, so, M, K, N, act, scratch */
+            long nb = f[0], M = f[10], K = f[11], N = f[12];
+            float *A = ADDR(f[1]), *B = ADDR(f[4]), *C = ADDR(f[8]), *S = ADDR(f[14]);
+            SFX(Epi) e = {0, 0, 0, 0, (int)f[13]};
+            for (long b = 0; b < nb; b++) {
+                if (b == 0 || f[5] != 0) SFX(pack_b)(B + b * f[5], K, N, f[6], f[7], S);
+                SFX(gemm)(M, K, N, A + b * f[2], f[3], S, C + b * f[9], N, &e);
+            }
+            break; }
+        case I_VM: {
+            /* nin, shape[4], out, ostr[4], (addr, str[4]) * nin, ncode, code*4, nconst, consts */
+            long nin = f[0];
+            const int64_t *shape = f + 1;
+            float *out = ADDR(f[5]);
+            const int64_t *ostr = f + 6;
+            const int64_t *ins = f + 10;
+            long ncode = ins[5 * nin];
+            const int64_t *code = ins + 5 * nin + 1;
+            long nconst = code[4 * ncode];
+            float consts[VM_MAXCONST];
+            for (long i = 0; i < nconst && i < VM_MAXCONST; i++) {
+                double dv; memcpy(&dv, code + 4 * ncode + 1 + i, 8); consts[i] = (float)dv;
+            }
+            float *base[VM_MAXIN], *inp[VM_MAXIN];
+            long istr[VM_MAXIN];
+            for (long i = 0; i < nin; i++) { base[i] = ADDR(ins[5 * i]); istr[i] = ins[5 * i + 4]; }
+            for (long i0 = 0; i0 < shape[0]; i0++)
+                for (long i1 = 0; i1 < shape[1]; i1++)
+                    for (long i2 = 0; i2 < shape[2]; i2++) {
+                        float *o = out + i0 * ostr[0] + i1 * ostr[1] + i2 * ostr[2];
+                        for (long j = 0; j < nin; j++)
+                            inp[j] = base[j] + i0 * ins[5 * j + 1] + i1 * ins[5 * j + 2]
+                                     + i2 * ins[5 * j + 3];
+                        for (long i3 = 0; i3 < shape[3]; i3 += VM_BLK) {
+                            long m = shape[3] - i3 < VM_BLK ? shape[3] - i3 : VM_BLK;
+                            SFX(vm_block)(code, ncode, consts, reg, inp, istr, (int)nin, m,
+                                          o + i3 * ostr[3], ostr[3]);
+                            for (long j = 0; j < nin; j++) inp[j] += VM_BLK * istr[j];
+                        }
+                    }
+            break; }
+        case I_SOFTMAX: {
+            long rows = f[2], cols = f[3];
+            const float *x = ADDR(f[0]);
+            float *y = ADDR(f[1]);
+            for (long r = 0; r < rows; r++) {
+                const float *xr = x + r * cols;
+                float *yr = y + r * cols;
+                float m = xr[0];
+                for (long i = 1; i < cols; i++) m = om_max(m, xr[i]);
+                for (long i = 0; i < cols; i++) yr[i] = om_exp(xr[i] - m);
+                float s = SFX(sum)(yr, cols);
+                for (long i = 0; i < cols; i++) yr[i] = yr[i] / s;
+            }
+            break; }
+        case I_LAYERNORM: {
+            long rows = f[2], cols = f[3];
+            const float *x = ADDR(f[0]), *g = ADDR(f[4]), *bt = ADDR(f[5]);
+            float *y = ADDR(f[1]);
+            double epsd; memcpy(&epsd, f + 6, 8);
+            float eps = (float)epsd;
+            for (long r = 0; r < rows; r++) {
+                const float *xr = x + r * cols;
+                float *yr = y + r * cols;
+                float mean = SFX(sum)(xr, cols) / (float)cols;
+                for (long i = 0; i < cols; i++) yr[i] = (xr[i] - mean) * (xr[i] - mean);
+                float var = SFX(sum)(yr, cols) / (float)cols;
+                float inv = 1.0f / sqrtf(var + eps);
+                for (long i = 0; i < cols; i++) {
+                    float v = (xr[i] - mean) * inv;
+                    if (g) v = v * g[i];
+                    if (bt) v = v + bt[i];
+                    yr[i] = v;
+                }
+            }
+            break; }
+        case I_ATTN: {
+            /* nb0, nb1, sq, sk, d, dv, scale, q(addr,s0,s1,ss), k(..), v(..), o(..), scratch */
+            long nb0 = f[0], nb1 = f[1], sq = f[2], sk = f[3], d = f[4], dv = f[5];
+            double scd; memcpy(&scd, f + 6, 8);
+            float scale = (float)scd;
+            const int64_t *Q = f + 7, *Kd = f + 11, *Vd = f + 15, *O = f + 19;
+            float *kt = ADDR(f[23]), *s = kt + d * sk;
+            for (long b0 = 0; b0 < nb0; b0++)
+                for (long b1 = 0; b1 < nb1; b1++) {
+                    const float *q = ADDR(Q[0]) + b0 * Q[1] + b1 * Q[2];
+                    const float *k = ADDR(Kd[0]) + b0 * Kd[1] + b1 * Kd[2];
+                    const float *v = ADDR(Vd[0]) + b0 * Vd[1] + b1 * Vd[2];
+                    float *o = ADDR(O[0]) + b0 * O[1] + b1 * O[2];
+                    for (long j = 0; j < sk; j++)
+                        for (long c = 0; c < d; c++) kt[c * sk + j] = k[j * Kd[3] + c];
+                    for (long i = 0; i < sq; i++) {
+                        const float *qi = q + i * Q[3];
+                        for (long j = 0; j < sk; j++) s[j] = 0.0f;
+                        for (long c = 0; c < d; c++) {
+                            float a = qi[c];
+                            const float *kr = kt + c * sk;
+                            for (long j = 0; j < sk; j++) s[j] += a * kr[j];
+                        }
+                        float m = s[0] * scale;
+                        for (long j = 0; j < sk; j++) { s[j] *= scale; m = om_max(m, s[j]); }
+                        for (long j = 0; j < sk; j++) s[j] = om_exp(s[j] - m);
+                        float tot = SFX(sum)(s, sk);
+                        for (long j = 0; j < sk; j++) s[j] = s[j] / tot;
+                        float *oi = o + i * O[3];
+                        for (long c = 0; c < dv; c++) oi[c] = 0.0f;
+                        for (long j = 0; j < sk; j++) {
+                            float p = s[j];
+                            const float *vr = v + j * Vd[3];
+                            for (long c = 0; c < dv; c++) oi[c] += p * vr[c];
+                        }
+                    }
+                }
+            break; }
+        case I_CONV: {
+            /* x, N, Cin, H, W, Cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, Ho, Wo, w, bias,
+               act, out, scratch */
+            const float *x = ADDR(f[0]), *w = ADDR(f[17]), *bias = ADDR(f[18]);
+            float *out = ADDR(f[20]), *col = ADDR(f[21]);
+            long Nn = f[1], Cin = f[2], H = f[3], W = f[4], Cout = f[5], kh = f[6], kw = f[7];
+            long sh = f[8], sw = f[9], ph = f[10], pw = f[11], dh = f[12], dw = f[13];
+            long G = f[14], Ho = f[15], Wo = f[16];
+            long cig = Cin / G, cog = Cout / G, K = cig * kh * kw, P = Ho * Wo;
+            long np = (P + 15) / 16;
+            for (long nn = 0; nn < Nn; nn++)
+                for (long g = 0; g < G; g++) {
+                    const float *xg = x + (nn * Cin + g * cig) * H * W;
+                    /* im2col straight into 16-pixel panels: col[j][k][c] */
+                    for (long j = 0; j < np; j++) {
+                        for (long ci = 0; ci < cig; ci++)
+                            for (long u = 0; u < kh; u++)
+                                for (long t = 0; t < kw; t++) {
+                                    long k = (ci * kh + u) * kw + t;
+                                    float *d = col + (j * K + k) * 16;
+                                    const float *xc = xg + ci * H * W;
+                                    for (int c = 0; c < 16; c++) {
+                                        long p = j * 16 + c;
+                                        float v = 0.0f;
+                                        if (p < P) {
+                                            long oh = p / Wo, ow = p % Wo;
+                                            long ih = oh * sh - ph + u * dh, iw = ow * sw - pw + t * dw;
+                                            if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                                                v = xc[ih * W + iw];
+                                        }
+                                        d[c] = v;
+                                    }
+                                }
+                    }
+                    SFX(Epi) e = {bias ? bias + g * cog : 0, bias ? 2 : 0, 0, 0, (int)f[19]};
+                    SFX(gemm)(cog, K, P, w + g * cog * K, K, col,
+                              out + (nn * Cout + g * cog) * P, P, &e);
+                }
+            break; }
+        case I_MAXPOOL:
+        case I_AVGPOOL: {
+            /* x, NC, H, W, kh, kw, sh, sw, ph, pw, Ho, Wo, out */
+            const float *x = ADDR(f[0]);
+            float *out = ADDR(f[12]);
+            long NC = f[1], H = f[2], W = f[3], kh = f[4], kw = f[5], sh = f[6], sw = f[7];
+            long ph = f[8], pw = f[9], Ho = f[10], Wo = f[11];
+            int isavg = op == I_AVGPOOL;
+            float inv = 1.0f / (float)(kh * kw);
+            for (long c = 0; c < NC; c++) {
+                const float *xc = x + c * H * W;
+                float *oc = out + c * Ho * Wo;
+                for (long oh = 0; oh < Ho; oh++)
+                    for (long ow = 0; ow < Wo; ow++) {
+                        float m = isavg ? 0.0f : -INFINITY;
+                        for (long u = 0; u < kh; u++) {
+                            long ih = oh * sh - ph + u;
+                            if (ih < 0 || ih >= H) continue;
+                            for (long t = 0; t < kw; t++) {
+                                long iw = ow * sw - pw + t;
+                                if (iw < 0 || iw >= W) continue;
+                                float v = xc[ih * W + iw];
+                                if (isavg) m += v;
+                                else m = om_max(m, v);
+                            }
+                        }
+                        oc[oh * Wo + ow] = isavg ? m * inv : m;
+                    }
+            }
+            break; }
+        case I_COPY: {
+            /* src, dst, shape[6], sstride[6]  (dst contiguous) */
+            const float *s = ADDR(f[0]);
+            float *dd = ADDR(f[1]);
+            const int64_t *sh = f + 2, *st = f + 8;
+            for (long a = 0; a < sh[0]; a++)
+             for (long b = 0; b < sh[1]; b++)
+              for (long c = 0; c < sh[2]; c++)
+               for (long e2 = 0; e2 < sh[3]; e2++)
+                for (long g = 0; g < sh[4]; g++) {
+                    const float *p = s + a * st[0] + b * st[1] + c * st[2] + e2 * st[3] + g * st[4];
+                    if (st[5] == 1) { memcpy(dd, p, sh[5] * sizeof(float)); dd += sh[5]; }
+                    else for (long h = 0; h < sh[5]; h++) *dd++ = p[h * st[5]];
+                }
+            break; }
+        case I_FAIL:
+            return idx;
+        default:
+            return idx;
+        }
+        pc += len;
+        idx++;
+    }
+    return -1;
+}
+#undef ADDR
+#undef V8

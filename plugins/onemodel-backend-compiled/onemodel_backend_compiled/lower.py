@@ -1,0 +1,373 @@
+"""Lowering: a graph at one shape signature becomes native segments (flat instruction arrays over
+the weight block and one scratch arena) with numpy steps between them for ops without a
+lowering.
+
+Every value the native code touches is a `Loc`: a buffer, an offset and strides (in float32
+elements), so views (reshape, transpose, expand) are new strides over the same memory and cost
+nothing. A kernel that needs contiguous input gets a copy made right before it. Arena space is
+given out by liveness (a value's memory is reused once every value seeing it is dead).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from onemodel.core.graph import Graph, Node, live_nodes
+from onemodel.core.symbolic import evaluate, evaluate_nested
+from onemodel.core.types import TensorType
+
+from . import program as P
+from .arena import Arena
+from .pointwise import Unsupported
+from .weights import WeightBlock
+
+INF = 1 << 60
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= int(d)
+    return tuple(reversed(out))
+
+
+@attrs.frozen
+class Loc:
+    """Where a float32 value lives for native code."""
+
+    buf: int
+    off: int
+    shape: tuple
+    strides: tuple
+    alloc: int | None = None  # the arena allocation it sees (None: weights, feed, output)
+
+    @property
+    def addr(self) -> int:
+        return P.addr(self.buf, self.off)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def contiguous(self) -> bool:
+        return all(st == c for d, st, c in zip(self.shape, self.strides,
+                                               contiguous_strides(self.shape)) if d != 1)
+
+    def with_view(self, shape, strides) -> "Loc":
+        return Loc(self.buf, self.off, tuple(shape), tuple(strides), self.alloc)
+
+
+@attrs.define
+class NativeSegment:
+    instructions: list = attrs.field(factory=list)  # each a list of ints
+    nodes: list = attrs.field(factory=list)          # the node each instruction belongs to
+    program: Any = None
+
+    def finish(self) -> None:
+        self.program = P.assemble(self.instructions)
+
+
+@attrs.define
+class PyStep:
+    """A node run by its numpy kernel between native segments."""
+
+    node: Node
+    kernel: Any
+    params: dict
+    inputs: list    # per input: None | ("py", name) | ("loc", Loc) | ("const", array)
+    outputs: list   # per output: ("py", name) | ("loc", Loc)
+    provider: str | None = None
+
+
+class Lowering:
+    """One shape signature of one graph, lowered (see the module doc)."""
+
+    def __init__(self, graph: Graph, env: Mapping[str, int], output_names: Sequence[str],
+                 weights: WeightBlock, ops: Mapping[str, Any], rules: Mapping[str, Any],
+                 numpy_kernels: Mapping[str, Any] | None = None) -> None:
+        self.graph, self.env, self.weights, self.ops, self.rules = graph, env, weights, ops, rules
+        self.output_names = list(output_names)
+        out_map = dict(graph.outputs)
+        self.wanted = [out_map[o] for o in output_names]
+        self.nodes = live_nodes(graph.nodes, self.wanted,
+                                lambda n: n.op in ops and not ops[n.op].is_pure(n.params))
+        self.types = {name: TensorType(v.type.dtype, tuple(evaluate(d, env) for d in v.type.shape))
+                      for name, v in graph.values.items()}
+        self.consts = graph.initializers
+        self.feeds = [v.name for v in graph.inputs]
+        self.n_feeds = len(self.feeds)
+        self.arena = Arena()
+        self.locs: dict[str, Loc] = {}
+        self.segments: list = []
+        self.alloc_refs: dict[int, set] = {}
+        self.alloc_span: dict[int, tuple] = {}
+        self._next_alloc = 0
+        self.temps: list[int] = []
+        self.accs: dict[int, tuple] = {}  # id(sum node) -> (Loc, absorbed input positions)
+        self.absorbed: set = set()        # values whose producer wrote them into an accumulator
+        self.uses: dict[str, list] = {}
+        for idx, node in enumerate(self.nodes):
+            for i in node.inputs:
+                if i is not None:
+                    self.uses.setdefault(i, []).append(idx)
+        self.last_use = {v: max(ix) for v, ix in self.uses.items()}
+        counts: dict[str, int] = {}
+        for w in self.wanted:
+            counts[w] = counts.get(w, 0) + 1
+            self.last_use[w] = INF
+        produced = {o for n in self.nodes for o in n.outputs}
+        #: outputs a kernel may write straight into the array returned to the caller
+        self.direct_ok = {w: j for j, w in enumerate(self.wanted)
+                          if counts[w] == 1 and w in produced
+                          and self.types[w].dtype.numpy == np.float32}
+        self.direct: dict[int, str] = {}
+        for i, f in enumerate(self.feeds):
+            t = self.types[f]
+            if t.dtype.numpy == np.float32:
+                self.locs[f] = Loc(2 + i, 0, t.shape, contiguous_strides(t.shape))
+        self.numpy_kernels = numpy_kernels or {}
+        self.native_nodes = 0
+        self.fallback_nodes: list[str] = []
+        self._lower()
+
+    # -- memory ----------------------------------------------------------------------------------
+    def shape(self, value: str) -> tuple:
+        return self.types[value].shape
+
+    def is_f32(self, value: str | None) -> bool:
+        return value is not None and self.types[value].dtype.numpy == np.float32
+
+    def new_alloc(self, n: int, owner: str | None) -> Loc:
+        off = self.arena.alloc(n)
+        aid = self._next_alloc
+        self._next_alloc += 1
+        self.alloc_span[aid] = (off, n)
+        self.alloc_refs[aid] = {owner} if owner is not None else set()
+        if owner is None:
+            self.temps.append(aid)
+        return Loc(P.ARENA, off, (), (), aid)
+
+    def dest(self, value: str) -> Loc:
+        """Memory for a new contiguous value: the caller's output array when it may be, else
+        the arena."""
+        shape = self.shape(value)
+        if value in self.direct_ok:
+            j = self.direct_ok[value]
+            self.direct[j] = value
+            return Loc(2 + self.n_feeds + j, 0, shape, contiguous_strides(shape))
+        loc = self.new_alloc(max(1, math.prod(shape)), value)
+        return loc.with_view(shape, contiguous_strides(shape))
+
+    def scratch(self, n: int) -> Loc:
+        return self.new_alloc(max(1, int(n)), None)
+
+    def own(self, loc: Loc) -> Loc:
+        """A scratch allocation kept past this node: it becomes the memory of the value bound
+        to it next."""
+        if loc.alloc in self.temps:
+            self.temps.remove(loc.alloc)
+        return loc
+
+    def bind(self, value: str, loc: Loc) -> None:
+        self.locs[value] = loc
+        if loc.alloc is not None:
+            self.alloc_refs[loc.alloc].add(value)
+
+    def loc(self, value: str) -> Loc:
+        """The native location of an input value (constants go to the weight block)."""
+        if value in self.locs:
+            return self.locs[value]
+        if value in self.consts:
+            arr = np.asarray(self.consts[value])
+            off = self.weights.plain(value, arr)
+            loc = Loc(P.WEIGHTS, off, tuple(arr.shape), contiguous_strides(arr.shape))
+            self.locs[value] = loc
+            return loc
+        raise Unsupported(f"{value} is not available to native code")
+
+    def contiguous(self, value_or_loc) -> Loc:
+        """A contiguous location of a value, copying a strided view into scratch first."""
+        loc = self.loc(value_or_loc) if isinstance(value_or_loc, str) else value_or_loc
+        if loc.contiguous:
+            return loc.with_view(loc.shape, contiguous_strides(loc.shape))
+        shape, strides = squeeze_dims(loc.shape, loc.strides)
+        if len(shape) > 6:
+            raise Unsupported("a copy of more than 6 dims")
+        pad = 6 - len(shape)
+        tmp = self.scratch(loc.size)
+        self.emit(P.instruction(P.I_COPY, loc.addr, tmp.addr, *((1,) * pad + shape),
+                                *((0,) * pad + strides)))
+        return tmp.with_view(loc.shape, contiguous_strides(loc.shape))
+
+    def matrix(self, value_or_loc) -> tuple[Loc, int, int, int]:
+        """``(loc, M, K, lda)`` reading a value as rows of its last axis."""
+        loc = self.loc(value_or_loc) if isinstance(value_or_loc, str) else value_or_loc
+        k = loc.shape[-1]
+        m = math.prod(loc.shape[:-1])
+        if len(loc.shape) == 1 or m == 1:
+            if loc.strides[-1] == 1 or k == 1:
+                return loc, m, k, k
+        elif loc.strides[-1] == 1 or k == 1:
+            lead, lst = squeeze_dims(loc.shape[:-1], loc.strides[:-1])
+            if len(lead) <= 1:
+                return loc, m, k, (lst[0] if lst else k)
+        c = self.contiguous(loc)
+        return c, m, k, k
+
+    # -- emitting --------------------------------------------------------------------------------
+    def emit(self, ins: list) -> None:
+        if not self.segments or not isinstance(self.segments[-1], NativeSegment):
+            self.segments.append(NativeSegment())
+        seg = self.segments[-1]
+        seg.instructions.append(ins)
+        seg.nodes.append(self.current)
+
+    def _snapshot(self):
+        seg = self.segments[-1] if self.segments and isinstance(self.segments[-1],
+                                                                NativeSegment) else None
+        return (len(self.segments), seg, len(seg.instructions) if seg else 0,
+                list(self.arena.free), self.arena.top, self._next_alloc, len(self.temps),
+                dict(self.locs), set(self.direct), dict(self.accs), set(self.absorbed))
+
+    def _restore(self, snap) -> None:
+        (nseg, seg, nins, free, top, nxt, ntemps, locs, direct, accs, absorbed) = snap
+        del self.segments[nseg:]
+        if seg is not None:
+            del seg.instructions[nins:]
+            del seg.nodes[nins:]
+        self.arena.free, self.arena.top = free, top
+        for aid in range(nxt, self._next_alloc):
+            self.alloc_refs.pop(aid, None)
+            self.alloc_span.pop(aid, None)
+        self._next_alloc = nxt
+        del self.temps[ntemps:]
+        self.locs = locs
+        self.direct = {j: v for j, v in self.direct.items() if j in direct}
+        self.accs, self.absorbed = accs, absorbed
+
+    # -- the walk --------------------------------------------------------------------------------
+    def _lower(self) -> None:
+        for idx, node in enumerate(self.nodes):
+            self.current = node
+            params = evaluate_nested(dict(node.params), self.env)
+            done = False
+            rule = self.rules.get(node.op)
+            op = self.ops.get(node.op)
+            if rule is None and op is not None and getattr(op, "traits", None) is not None \
+                    and op.traits.pointwise is not None:
+                rule = self.rules.get("*pointwise")
+            if rule is not None and self._lowerable(node):
+                snap = self._snapshot()
+                try:
+                    done = rule(self, node, params) is not False
+                except Unsupported:
+                    done = False
+                if not done:
+                    self._restore(snap)
+            if done:
+                self.native_nodes += 1
+            else:
+                self._fallback(node, params)
+            self._release(idx, node)
+        for seg in self.segments:
+            if isinstance(seg, NativeSegment):
+                seg.finish()
+
+    def _lowerable(self, node: Node) -> bool:
+        for v in list(node.inputs) + list(node.outputs):
+            if v is None:
+                continue
+            t = self.types[v]
+            if any(int(d) <= 0 for d in t.shape):
+                return False
+        return all(self.is_f32(o) for o in node.outputs)
+
+    def _release(self, idx: int, node: Node) -> None:
+        dead = [v for v in node.inputs if v is not None and self.last_use.get(v) == idx]
+        dead += [o for o in node.outputs if o not in self.last_use]
+        for v in dead:
+            loc = self.locs.get(v)
+            if loc is not None and loc.alloc is not None:
+                refs = self.alloc_refs.get(loc.alloc)
+                if refs is not None:
+                    refs.discard(v)
+                    if not refs:
+                        self._free(loc.alloc)
+        for aid in self.temps:
+            self._free(aid)
+        self.temps = []
+
+    def _free(self, aid: int) -> None:
+        span = self.alloc_span.pop(aid, None)
+        if span is not None:
+            self.alloc_refs.pop(aid, None)
+            self.arena.release(*span)
+
+    def _fallback(self, node: Node, params: dict) -> None:
+        op = self.ops.get(node.op)
+        self.fallback_nodes.append(node.op)
+        ins = []
+        for v in node.inputs:
+            if v is None:
+                ins.append(None)
+            elif v in self.locs:
+                ins.append(("loc", self.locs[v]))
+            elif v in self.consts:
+                ins.append(("const", self.consts[v]))
+            else:
+                ins.append(("py", v))
+        outs = []
+        for o in node.outputs:
+            t = self.types[o]
+            if self.is_f32(o) and all(int(d) > 0 for d in t.shape) and o in self.last_use:
+                loc = self.dest(o)
+                self.bind(o, loc)
+                outs.append(("loc", loc))
+            else:
+                outs.append(("py", o))
+        kernel, provider = self._numpy_kernel(node, op, params)
+        self.segments.append(PyStep(node, kernel, params, ins, outs, provider))
+
+    def _numpy_kernel(self, node, op, params):
+        """The numpy backend's kernel for this op when it has a plain one, else the op's own."""
+        kdef = self.numpy_kernels.get(node.op)
+        if kdef is not None and kdef.kernel is not None and kdef.make is None:
+            return kdef.kernel, kdef.provider
+        return op.kernel, op.provider
+
+    # -- the result ------------------------------------------------------------------------------
+    def describe(self) -> str:
+        lines = [f"# compiled backend: {self.native_nodes} native node(s), "
+                 f"{len(self.fallback_nodes)} on numpy"
+                 + (f" ({', '.join(sorted(set(self.fallback_nodes)))})"
+                    if self.fallback_nodes else "")
+                 + f"; arena {self.arena.size * 4} bytes"]
+        for seg in self.segments:
+            if isinstance(seg, NativeSegment):
+                lines.append("native segment:")
+                for ins, node in zip(seg.instructions, seg.nodes):
+                    lines.append(f"  {P.NAMES.get(ins[0], ins[0]):<11} "
+                                 f"{node.op} -> %{', %'.join(node.outputs)}")
+            else:
+                lines.append(f"numpy: {seg.node.op} -> %{', %'.join(seg.node.outputs)}")
+        return "\n".join(lines) + "\n"
+
+
+def squeeze_dims(shape, strides) -> tuple[tuple, tuple]:
+    """Drop size-1 dims and merge dims that are contiguous with each other."""
+    dims = [(int(d), int(s)) for d, s in zip(shape, strides) if int(d) != 1]
+    out: list[list[int]] = []
+    for d, s in dims:
+        if out and out[-1][1] == s * d:
+            out[-1] = [out[-1][0] * d, s]
+        else:
+            out.append([d, s])
+    return tuple(d for d, _ in out), tuple(s for _, s in out)
+
+
+__all__ = ["Lowering", "Loc", "NativeSegment", "PyStep", "contiguous_strides", "squeeze_dims"]

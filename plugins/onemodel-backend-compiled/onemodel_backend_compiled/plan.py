@@ -1,0 +1,171 @@
+"""A lowered shape signature ready to run: native segments called with one C call each, numpy
+steps between them, outputs written straight into the arrays handed back where possible."""
+from __future__ import annotations
+
+import numpy as np
+
+from onemodel.core.interpreter import node_error
+from onemodel.errors import OneModelError
+
+from . import _native
+from .lower import Loc, Lowering, NativeSegment, PyStep
+
+
+class NativeError(OneModelError):
+    """A native segment failed and the reference path did not reproduce it."""
+
+
+def _view(bufs, loc: Loc) -> np.ndarray:
+    return np.ndarray(loc.shape, np.float32, buffer=bufs[loc.buf], offset=loc.off * 4,
+                      strides=tuple(s * 4 for s in loc.strides))
+
+
+def _fix(value, dtype) -> np.ndarray:
+    if isinstance(value, (tuple, list)) and len(value) == 1:
+        value = value[0]
+    a = np.asarray(value)
+    return a if a.dtype == dtype else a.astype(dtype)
+
+
+class NativePlan:
+    """What `CompiledGraph.plan` returns for the compiled backend (``run(feeds)``, ``source``)."""
+
+    def __init__(self, lw: Lowering, weights) -> None:
+        self.lw = lw
+        self.weights = weights
+        self.segments = lw.segments
+        self.output_names = lw.output_names
+        self.source = lw.describe()
+        self.arena_floats = max(16, lw.arena.size)
+        self.feed_names = lw.feeds
+        self.feed_native = [lw.types[f].dtype.numpy == np.float32 for f in lw.feeds]
+        n_f = len(lw.feeds)
+        self.direct = [lw.direct.get(j) is not None for j in range(len(lw.wanted))]
+        self.out_types = [lw.types[w] for w in lw.wanted]
+        # how each wanted value is fetched when not written directly
+        self.fetch = []
+        for j, w in enumerate(lw.wanted):
+            if self.direct[j]:
+                self.fetch.append(("direct", 2 + n_f + j))
+            elif w in lw.locs:
+                self.fetch.append(("loc", lw.locs[w]))
+            elif w in lw.consts:
+                self.fetch.append(("const", lw.consts[w]))
+            elif w in lw.feeds:
+                self.fetch.append(("feed", w))
+            else:
+                self.fetch.append(("py", w))
+        self._idle: list = []
+        self.only_native = all(isinstance(s, NativeSegment) for s in self.segments)
+
+    def _arena(self) -> np.ndarray:
+        try:
+            return self._idle.pop()
+        except IndexError:
+            return np.empty(self.arena_floats, np.float32)
+
+    def run(self, feeds) -> dict:
+        arena = self._arena()
+        try:
+            fa = [np.ascontiguousarray(feeds[n]) if nat else feeds[n]
+                  for n, nat in zip(self.feed_names, self.feed_native)]
+            outs = [np.empty(t.shape, np.float32) if d else None
+                    for d, t in zip(self.direct, self.out_types)]
+            bufs = (self.weights.array, arena, *fa, *outs)
+            py: dict = {}
+            for seg in self.segments:
+                if seg.__class__ is NativeSegment:
+                    failed = _native.run(seg.program, bufs)
+                    if failed >= 0:
+                        self._native_failure(seg, failed, bufs, py, feeds)
+                else:
+                    self._py_step(seg, bufs, py)
+            result = {}
+            for name, (kind, what), o, t in zip(self.output_names, self.fetch, outs,
+                                                self.out_types):
+                if kind == "direct":
+                    result[name] = o
+                elif kind == "loc":
+                    result[name] = _view(bufs, what).copy()
+                elif kind == "const":
+                    result[name] = np.array(what, dtype=t.dtype.numpy)
+                elif kind == "feed":
+                    result[name] = np.array(feeds[what], dtype=t.dtype.numpy)
+                else:
+                    result[name] = np.array(py[what], dtype=t.dtype.numpy)
+            return result
+        finally:
+            self._idle.append(arena)
+
+    def _py_step(self, st: PyStep, bufs, py) -> None:
+        args = []
+        for spec in st.inputs:
+            if spec is None:
+                args.append(None)
+            elif spec[0] == "loc":
+                args.append(_view(bufs, spec[1]))
+            elif spec[0] == "const":
+                args.append(spec[1])
+            else:
+                args.append(py[spec[1]])
+        try:
+            res = st.kernel(*args, **st.params)
+        except Exception as exc:
+            raise node_error(st.node, exc, st.provider) from exc
+        res = res if len(st.outputs) > 1 else (res,)
+        types = self.lw.types
+        for (kind, what), o, r in zip(st.outputs, st.node.outputs, res):
+            arr = _fix(r, types[o].dtype.numpy)
+            if kind == "loc":
+                try:
+                    np.copyto(_view(bufs, what), arr, casting="no")
+                except ValueError as exc:
+                    raise node_error(st.node, ValueError(
+                        f"its kernel returned shape {arr.shape}, inferred {what.shape}"),
+                        st.provider) from exc
+            else:
+                py[o] = arr
+
+    def _native_failure(self, seg: NativeSegment, index: int, bufs, py, feeds) -> None:
+        """Re-run the failing segment's nodes on their numpy kernels to name the node that
+        fails; if none does, name the node of the failing instruction."""
+        lw, ops = self.lw, self.lw.ops
+        values: dict = {}
+
+        def get(v):
+            if v in values:
+                return values[v]
+            if v in lw.consts:
+                return lw.consts[v]
+            if v in py:
+                return py[v]
+            if v in feeds:
+                return feeds[v]
+            if v in lw.locs:
+                return _view(bufs, lw.locs[v])
+            raise KeyError(v)
+
+        seen = []
+        for node in seg.nodes:
+            if node not in seen:
+                seen.append(node)
+        for node in seen:
+            try:
+                args = [None if i is None else get(i) for i in node.inputs]
+                from onemodel.core.symbolic import evaluate_nested
+                params = evaluate_nested(dict(node.params), lw.env)
+                res = ops[node.op].kernel(*args, **params)
+            except Exception as exc:
+                raise node_error(node, exc, ops[node.op].provider) from exc
+            res = res if len(node.outputs) > 1 else (res,)
+            values.update(zip(node.outputs, res))
+        node = seg.nodes[index] if 0 <= index < len(seg.nodes) else seen[-1]
+        raise node_error(node, NativeError(
+            f"native instruction {index} of the compiled backend failed; the numpy kernels ran "
+            f"this segment without error"))
+
+    def describe(self) -> str:
+        return self.source
+
+
+__all__ = ["NativePlan", "NativeError"]

@@ -1,0 +1,14 @@
+"""Entry point of onemodel-backend-compiled: the "compiled" backend."""
+from __future__ import annotations
+
+from onemodel.registry import BackendDef, hookimpl
+
+from .backend import create
+
+
+@hookimpl
+def onemodel_backends():
+    return (BackendDef(name="compiled", create=create,
+                       doc="Native packed kernels (GEMM/GEMV with fused epilogues, conv, "
+                           "attention, layer norm, pointwise loops) run by one C call per "
+                           "shape signature; ops without a lowering run on numpy between."),)

@@ -1,0 +1,45 @@
+"""The instruction format of the native executor (mirrors csrc/om_program.h).
+
+A program is a flat int64 array: each instruction is ``[opcode, length, fields...]``. An address
+is ``(buffer << 40) | offset`` in float32 elements, -1 for none; buffer 0 is the weight block,
+1 the scratch arena, then the run's feeds and outputs. Floats travel as the bits of a double.
+"""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+BUF_SHIFT = 40
+WEIGHTS, ARENA = 0, 1
+
+I_GEMM, I_VM, I_SOFTMAX, I_LAYERNORM, I_ATTN, I_CONV = 1, 2, 3, 4, 5, 6
+I_MAXPOOL, I_AVGPOOL, I_COPY, I_BMM, I_FAIL = 7, 8, 9, 10, 99
+NAMES = {I_GEMM: "gemm", I_VM: "pointwise", I_SOFTMAX: "softmax", I_LAYERNORM: "layer_norm",
+         I_ATTN: "attention", I_CONV: "conv2d", I_MAXPOOL: "max_pool2d",
+         I_AVGPOOL: "avg_pool2d", I_COPY: "copy", I_BMM: "matmul", I_FAIL: "fail"}
+
+ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "gelu": 4,
+               "gelu_tanh": 5}
+
+
+def addr(buf: int, offset: int) -> int:
+    return (buf << BUF_SHIFT) | int(offset)
+
+
+def fbits(x: float) -> int:
+    """A float as the int64 holding its double's bits."""
+    return struct.unpack("<q", struct.pack("<d", float(x)))[0]
+
+
+def instruction(opcode: int, *fields: int) -> list[int]:
+    return [opcode, len(fields) + 2, *(int(f) for f in fields)]
+
+
+def assemble(instructions: list[list[int]]) -> np.ndarray:
+    flat = [x for ins in instructions for x in ins]
+    return np.asarray(flat, dtype=np.int64)
+
+
+__all__ = ["addr", "fbits", "instruction", "assemble", "ACTIVATIONS", "NAMES", "WEIGHTS",
+           "ARENA"]

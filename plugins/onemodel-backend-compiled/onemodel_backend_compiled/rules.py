@@ -1,0 +1,466 @@
+"""How each op lowers to native instructions: ``rule(lowering, node, params)`` emits and binds the
+node's outputs, or raises `Unsupported` (the node then runs its numpy kernel).
+
+A backend plugin may know op names; pointwise ops of any plugin lower through their formula
+(`pointwise_rule`), with no entry here.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import program as P
+from .lower import Loc, Lowering, contiguous_strides, squeeze_dims
+from .pointwise import ADD, UNARY, Unsupported, VMBuilder, formula_code, op_code
+
+ACC = -1
+
+
+# -- views ---------------------------------------------------------------------------------------
+def same_order_view(lw: Lowering, node, params):
+    """reshape, flatten, squeeze, unsqueeze, identity: the elements keep their order, so a
+    contiguous input is seen with the new shape (a strided one is copied once, for the value)."""
+    x, out = node.inputs[0], node.outputs[0]
+    loc = lw.loc(x)
+    if not loc.contiguous:
+        loc = lw.own(lw.contiguous(loc))
+    shape = lw.shape(out)
+    lw.bind(out, loc.with_view(shape, contiguous_strides(shape)))
+
+
+def permute_view(axes_of):
+    def rule(lw: Lowering, node, params):
+        x, out = node.inputs[0], node.outputs[0]
+        loc = lw.loc(x)
+        axes = axes_of(params, len(loc.shape))
+        lw.bind(out, loc.with_view(tuple(loc.shape[a] for a in axes),
+                                   tuple(loc.strides[a] for a in axes)))
+    return rule
+
+
+def _transpose_axes(params, rank):
+    a, b = params["axis0"] % rank, params["axis1"] % rank
+    axes = list(range(rank))
+    axes[a], axes[b] = axes[b], axes[a]
+    return axes
+
+
+def _permute_axes(params, rank):
+    return [a % rank for a in params["axes"]]
+
+
+def expand_view(lw: Lowering, node, params):
+    x, out = node.inputs[0], node.outputs[0]
+    loc = lw.loc(x)
+    shape = lw.shape(out)
+    lw.bind(out, loc.with_view(shape, broadcast_strides(loc, shape)))
+
+
+def broadcast_strides(loc: Loc, shape) -> tuple:
+    pad = len(shape) - len(loc.shape)
+    if pad < 0:
+        raise Unsupported("broadcast to fewer dims")
+    out = []
+    for i, d in enumerate(shape):
+        j = i - pad
+        if j < 0:
+            out.append(0)
+        elif loc.shape[j] == d:
+            out.append(loc.strides[j] if d != 1 else 0)
+        elif loc.shape[j] == 1:
+            out.append(0)
+        else:
+            raise Unsupported("shapes do not broadcast")
+    return tuple(out)
+
+
+# -- GEMM ----------------------------------------------------------------------------------------
+def _sum_inputs(lw: Lowering, node):
+    """The inputs of a node that is a plain sum of same-shape values (add, or a chain of adds),
+    else None."""
+    out_shape = lw.shape(node.outputs[0])
+    if node.op == "add":
+        ins = list(node.inputs)
+    elif node.op == "elementwise_chain":
+        steps = node.params.get("steps", ())
+        if not steps or steps[0][0] != "add" or tuple(steps[0][1]) != (0, 1) or steps[0][2]:
+            return None
+        for k, (op, args, p) in enumerate(steps[1:], start=2):
+            if op != "add" or p or len(args) != 2 or ACC not in args:
+                return None
+        used = [j for _, args, _ in steps for j in args if j != ACC]
+        if sorted(used) != list(range(len(node.inputs))):
+            return None
+        ins = list(node.inputs)
+    else:
+        return None
+    if len(set(ins)) != len(ins):
+        return None
+    if not all(i is not None and lw.is_f32(i) and lw.shape(i) == out_shape for i in ins):
+        return None
+    return ins
+
+
+def _accumulate_target(lw: Lowering, node, out_value: str):
+    """If ``out_value``'s only reader is a sum node, ``(acc Loc, resid Loc | None)`` to write
+    the GEMM into that sum's accumulator; else None."""
+    users = lw.uses.get(out_value, [])
+    if len(users) != 1 or out_value in lw.wanted:
+        return None
+    s = lw.nodes[users[0]]
+    ins = _sum_inputs(lw, s)
+    if ins is None or out_value not in ins:
+        return None
+    key = id(s)
+    if key in lw.accs:
+        acc, absorbed = lw.accs[key]
+        absorbed.add(ins.index(out_value))
+        lw.absorbed.add(out_value)
+        return acc, acc
+    acc = lw.dest(s.outputs[0])
+    absorbed = {ins.index(out_value)}
+    resid = None
+    for j, other in enumerate(ins):
+        if other != out_value and other in lw.locs and lw.locs[other].contiguous:
+            resid = lw.locs[other]
+            absorbed.add(j)
+            break
+    lw.accs[key] = (acc, absorbed)
+    lw.absorbed.add(out_value)
+    return acc, resid
+
+
+def _gemm(lw: Lowering, node, x: str, n: int, panels_off: int, bias: str | None, act: str | None):
+    out = node.outputs[0]
+    xl, m, k, lda = lw.matrix(x)
+    bias_loc = lw.contiguous(bias) if bias is not None else None
+    if bias_loc is not None and bias_loc.size != n:
+        raise Unsupported("bias shape")
+    target = None if act not in (None, "none") else _accumulate_target(lw, node, out)
+    if target is not None:
+        dst, resid = target
+    else:
+        dst, resid = lw.dest(out), None
+    lw.emit(P.instruction(P.I_GEMM, xl.addr, lda, m, k, n, P.addr(P.WEIGHTS, panels_off),
+                          bias_loc.addr if bias_loc is not None else -1,
+                          1 if bias_loc is not None else 0,
+                          resid.addr if resid is not None else -1, n, dst.addr, n,
+                          P.ACTIVATIONS[act]))
+    if target is None:
+        lw.bind(out, dst)
+
+
+def linear_rule(lw: Lowering, node, params):
+    x, w, b = (list(node.inputs) + [None])[:3]
+    if w not in lw.consts or not lw.is_f32(x) or (b is not None and not lw.is_f32(b)):
+        raise Unsupported("run-time weight")
+    W = np.asarray(lw.consts[w])
+    if W.ndim != 2 or W.dtype != np.float32:
+        raise Unsupported("weight")
+    off = lw.weights.panels(w + "^T", lambda: W.T)
+    _gemm(lw, node, x, W.shape[0], off, b, params.get("activation"))
+
+
+def matmul_rule(lw: Lowering, node, params):
+    a, b = node.inputs[:2]
+    ta, tb = params.get("transpose_a", False), params.get("transpose_b", False)
+    if not (lw.is_f32(a) and lw.is_f32(b)):
+        raise Unsupported("dtype")
+    if len(lw.shape(a)) < 2 or len(lw.shape(b)) < 2:
+        raise Unsupported("1-D matmul")
+    if b in lw.consts and len(lw.shape(b)) == 2 and not ta:
+        B = np.asarray(lw.consts[b])
+        off = lw.weights.panels(b + ("^T" if tb else ""), lambda: B.T if tb else B)
+        _gemm(lw, node, a, B.shape[0] if tb else B.shape[1], off, None, None)
+        return
+    al, bl = lw.loc(a), lw.loc(b)
+    if ta:
+        al = _swap_last(al)
+    if tb:
+        bl = _swap_last(bl)
+    out = node.outputs[0]
+    oshape = lw.shape(out)
+    batch = oshape[:-2]
+    m, k, n = al.shape[-2], al.shape[-1], bl.shape[-1]
+    if al.shape[:-2] != tuple(batch):
+        raise Unsupported("broadcast a")
+    nb = math.prod(batch)
+    if al.strides[-1] != 1:
+        al = lw.contiguous(al)
+    sa = _batch_stride(al, nb)
+    if sa is None:
+        al = lw.contiguous(al)
+        sa = _batch_stride(al, nb)
+    if bl.shape[:-2] == tuple(batch):
+        sb = _batch_stride(bl, nb)
+        if sb is None:
+            bl = lw.contiguous(bl)
+            sb = _batch_stride(bl, nb)
+    elif math.prod(bl.shape[:-2]) == 1:
+        sb = 0
+    else:
+        raise Unsupported("broadcast b")
+    dst = lw.dest(out)
+    scratch = lw.scratch(((n + 15) // 16) * 16 * k)
+    lw.emit(P.instruction(P.I_BMM, nb, al.addr, sa, al.strides[-2], bl.addr, sb,
+                          bl.strides[-2], bl.strides[-1], dst.addr, m * n, m, k, n, 0,
+                          scratch.addr))
+    lw.bind(out, dst)
+
+
+def _swap_last(loc: Loc) -> Loc:
+    s, st = list(loc.shape), list(loc.strides)
+    s[-1], s[-2], st[-1], st[-2] = s[-2], s[-1], st[-2], st[-1]
+    return loc.with_view(s, st)
+
+
+def _batch_stride(loc: Loc, nb: int):
+    """One stride walking the batch dims of ``loc``, or None when they do not collapse."""
+    if nb == 1:
+        return 0
+    shape, strides = squeeze_dims(loc.shape[:-2], loc.strides[:-2])
+    return strides[0] if len(shape) == 1 else None
+
+
+# -- conv and pooling ----------------------------------------------------------------------------
+def _pair(v, name):
+    if isinstance(v, int):
+        return v, v
+    if isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(i, int) for i in v):
+        return int(v[0]), int(v[1])
+    if isinstance(v, (tuple, list)) and len(v) == 1 and isinstance(v[0], int):
+        return int(v[0]), int(v[0])
+    raise Unsupported(f"{name} {v!r}")
+
+
+def conv_rule(lw: Lowering, node, params):
+    x, w, b = (list(node.inputs) + [None])[:3]
+    if w not in lw.consts or not lw.is_f32(x) or (b is not None and not lw.is_f32(b)):
+        raise Unsupported("run-time weight")
+    W = np.asarray(lw.consts[w])
+    if W.ndim != 4 or len(lw.shape(x)) != 4:
+        raise Unsupported("conv rank")
+    sh, sw = _pair(params.get("stride", 1), "stride")
+    ph, pw = _pair(params.get("padding", 0), "padding")
+    dh, dw = _pair(params.get("dilation", 1), "dilation")
+    g = int(params.get("groups", 1))
+    n, cin, h, wd = lw.shape(x)
+    out = node.outputs[0]
+    _, cout, ho, wo = lw.shape(out)
+    kh, kw = W.shape[2], W.shape[3]
+    xl = lw.contiguous(x)
+    bl = lw.contiguous(b) if b is not None else None
+    woff = lw.weights.plain(w, W)
+    kk = (cin // g) * kh * kw
+    scratch = lw.scratch(kk * ((ho * wo + 15) // 16) * 16)
+    dst = lw.dest(out)
+    lw.emit(P.instruction(P.I_CONV, xl.addr, n, cin, h, wd, cout, kh, kw, sh, sw, ph, pw, dh,
+                          dw, g, ho, wo, P.addr(P.WEIGHTS, woff),
+                          bl.addr if bl is not None else -1,
+                          P.ACTIVATIONS[params.get("activation")], dst.addr, scratch.addr))
+    lw.bind(out, dst)
+
+
+def pool_rule(opcode):
+    def rule(lw: Lowering, node, params):
+        x, out = node.inputs[0], node.outputs[0]
+        if len(lw.shape(x)) != 4:
+            raise Unsupported("pool rank")
+        kh, kw = _pair(params["kernel_size"], "kernel_size")
+        stride = params.get("stride")
+        sh, sw = _pair(stride if stride not in (None, ()) else (kh, kw), "stride")
+        ph, pw = _pair(params.get("padding", 0), "padding")
+        n, c, h, w = lw.shape(x)
+        _, _, ho, wo = lw.shape(out)
+        xl = lw.contiguous(x)
+        dst = lw.dest(out)
+        lw.emit(P.instruction(opcode, xl.addr, n * c, h, w, kh, kw, sh, sw, ph, pw, ho, wo,
+                              dst.addr))
+        lw.bind(out, dst)
+    return rule
+
+
+# -- rows: softmax, layer norm, attention --------------------------------------------------------
+def softmax_rule(lw: Lowering, node, params):
+    x, out = node.inputs[0], node.outputs[0]
+    shape = lw.shape(x)
+    if params.get("axis", -1) % len(shape) != len(shape) - 1:
+        raise Unsupported("softmax over an inner axis")
+    xl = lw.contiguous(x)
+    dst = lw.dest(out)
+    lw.emit(P.instruction(P.I_SOFTMAX, xl.addr, dst.addr, xl.size // shape[-1], shape[-1]))
+    lw.bind(out, dst)
+
+
+def layer_norm_rule(lw: Lowering, node, params):
+    x, g, b = (list(node.inputs) + [None, None])[:3]
+    out = node.outputs[0]
+    cols = math.prod(params["normalized_shape"])
+    xl = lw.contiguous(x)
+    gl = lw.contiguous(g) if g is not None else None
+    bl = lw.contiguous(b) if b is not None else None
+    dst = lw.dest(out)
+    lw.emit(P.instruction(P.I_LAYERNORM, xl.addr, dst.addr, xl.size // cols, cols,
+                          gl.addr if gl is not None else -1, bl.addr if bl is not None else -1,
+                          P.fbits(params.get("eps", 1e-5))))
+    lw.bind(out, dst)
+
+
+def _attn_operand(lw: Lowering, loc: Loc, batch) -> list[int]:
+    if loc.strides[-1] != 1:
+        loc = lw.contiguous(loc)
+    st = [0] * (2 - len(batch)) + list(loc.strides[:-2])
+    return [loc.addr, st[0], st[1], loc.strides[-2]]
+
+
+def attention_rule(lw: Lowering, node, params):
+    q, k, v = node.inputs[:3]
+    if len(node.inputs) > 3 and node.inputs[3] is not None:
+        raise Unsupported("attention mask")
+    if not all(lw.is_f32(t) for t in (q, k, v)):
+        raise Unsupported("dtype")
+    ql, kl, vl = lw.loc(q), lw.loc(k), lw.loc(v)
+    batch = ql.shape[:-2]
+    if kl.shape[:-2] != batch or vl.shape[:-2] != batch or len(batch) > 2:
+        raise Unsupported("attention batch dims")
+    out = node.outputs[0]
+    sq, d = ql.shape[-2:]
+    sk, dv = vl.shape[-2:]
+    ops_ = [_attn_operand(lw, loc, batch) for loc in (ql, kl, vl)]
+    dst = lw.dest(out)
+    ost = list(dst.strides[:-2])
+    ost = [0] * (2 - len(batch)) + ost
+    nb = [1] * (2 - len(batch)) + list(batch)
+    scratch = lw.scratch(d * sk + sk)
+    lw.emit(P.instruction(P.I_ATTN, nb[0], nb[1], sq, sk, d, dv, P.fbits(1.0 / math.sqrt(d)),
+                          *ops_[0], *ops_[1], *ops_[2], dst.addr, ost[0], ost[1],
+                          dst.strides[-2], scratch.addr))
+    lw.bind(out, dst)
+
+
+# -- pointwise -----------------------------------------------------------------------------------
+def _formula_of(lw: Lowering, op_name: str, params):
+    op = lw.ops.get(op_name)
+    pw = getattr(getattr(op, "traits", None), "pointwise", None)
+    if pw is None:
+        return None
+    try:
+        return pw.expression(op.inputs, params)
+    except Exception:  # noqa: BLE001 - a formula we cannot read: no native lowering
+        return None
+
+
+def _step(lw: Lowering, vm: VMBuilder, op_name: str, params, regs):
+    op = lw.ops.get(op_name)
+    names = tuple(i.rstrip("?*") for i in op.inputs) if op is not None else ()
+    try:
+        return op_code(vm, op_name, params, regs)
+    except Unsupported:
+        tree = _formula_of(lw, op_name, params)
+        if tree is None:
+            raise
+        return formula_code(vm, tree, dict(zip(names, regs)))
+
+
+def pointwise_rule(lw: Lowering, node, params):
+    """One VM loop for a pointwise node or an ``elementwise_chain`` (or the rest of a sum whose
+    linears were accumulated in place)."""
+    out = node.outputs[0]
+    key = id(node)
+    if key in lw.accs:
+        acc, absorbed = lw.accs.pop(key)
+        rest = [v for j, v in enumerate(_sum_inputs(lw, node)) if j not in absorbed]
+        if rest:
+            vm = VMBuilder()
+            regs = [vm.load("__acc__")] + [vm.load(v) for v in rest]
+            r = regs[0]
+            for q in regs[1:]:
+                r = vm.op(ADD, r, q, dst=r)
+            vm.finish(r)
+            _emit_vm(lw, vm, acc, {"__acc__": acc})
+        lw.bind(out, acc)
+        return
+    vm = VMBuilder()
+    if node.op == "elementwise_chain":
+        acc = None
+        for op_name, args, sparams in params["steps"]:
+            regs = [acc if j == ACC else vm.load(node.inputs[j]) for j in args]
+            acc = _step(lw, vm, op_name, dict(sparams), regs)
+    else:
+        regs = [vm.load(v) for v in node.inputs if v is not None]
+        acc = _step(lw, vm, node.op, params, regs)
+    if not all(lw.is_f32(v) for v in vm.inputs):
+        raise Unsupported("dtype")
+    vm.finish(acc)
+    _emit_vm(lw, vm, None, {})
+
+
+def _emit_vm(lw: Lowering, vm: VMBuilder, dst: Loc | None, extra: dict) -> None:
+    out = lw.current.outputs[0]
+    shape = lw.shape(out)
+    in_locs = [extra[v] if v in extra else lw.loc(v) for v in vm.inputs]
+    strides = [broadcast_strides(loc, shape) for loc in in_locs]
+    if dst is None:
+        dst = lw.dest(out)
+        bind = True
+    else:
+        bind = False
+    dshape, all_strides = _collapse(shape, [dst.strides] + strides)
+    if len(dshape) > 4:
+        raise Unsupported("more than 4 dims after collapsing")
+    pad = 4 - len(dshape)
+    dshape = (1,) * pad + dshape
+    all_strides = [(0,) * pad + s for s in all_strides]
+    fields = [len(in_locs), *dshape, dst.addr, *all_strides[0]]
+    for loc, st in zip(in_locs, all_strides[1:]):
+        fields += [loc.addr, *st]
+    fields.append(len(vm.code))
+    for c in vm.code:
+        fields += list(c)
+    fields.append(len(vm.consts))
+    fields += [P.fbits(c) for c in vm.consts]
+    lw.emit(P.instruction(P.I_VM, *fields))
+    if bind:
+        lw.bind(out, dst)
+
+
+def _collapse(shape, stride_sets):
+    """Drop size-1 dims and merge neighbours contiguous in every operand."""
+    keep = [i for i, d in enumerate(shape) if d != 1]
+    dims = [int(shape[i]) for i in keep]
+    sets = [[int(s[i]) for i in keep] for s in stride_sets]
+    i = len(dims) - 1
+    while i > 0:
+        if all(st[i - 1] == st[i] * dims[i] for st in sets):
+            dims[i - 1] *= dims[i]
+            for st in sets:
+                st[i - 1] = st[i]
+                del st[i]
+            del dims[i]
+        i -= 1
+    if not dims:
+        return (1,), [(0,) for _ in sets]
+    return tuple(dims), [tuple(st) for st in sets]
+
+
+RULES = {
+    "reshape": same_order_view, "flatten": same_order_view, "squeeze": same_order_view,
+    "unsqueeze": same_order_view, "identity": same_order_view,
+    "transpose": permute_view(_transpose_axes), "permute": permute_view(_permute_axes),
+    "expand": expand_view,
+    "linear": linear_rule, "fused_linear": linear_rule,
+    "matmul": matmul_rule, "matmul_t": matmul_rule,
+    "conv2d": conv_rule, "fused_conv2d": conv_rule,
+    "max_pool2d": pool_rule(P.I_MAXPOOL), "avg_pool2d": pool_rule(P.I_AVGPOOL),
+    "softmax": softmax_rule, "layer_norm": layer_norm_rule,
+    "scaled_dot_product_attention": attention_rule,
+    "elementwise_chain": pointwise_rule,
+    "*pointwise": pointwise_rule,
+}
+for _name in list(UNARY) + ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "gelu",
+                            "clip"]:
+    RULES.setdefault(_name, pointwise_rule)
+RULES["identity"] = same_order_view
+
+__all__ = ["RULES"]

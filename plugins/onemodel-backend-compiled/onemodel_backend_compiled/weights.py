@@ -1,0 +1,58 @@
+"""The weight block: every constant a program reads, packed once per session, in one float32
+array (64-byte aligned entries). Linear and matmul weights are stored as 16-column panels
+(``panels[j][k][c] = B[k, 16 j + c]``, zero padded), the layout the GEMM microkernel streams."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from .arena import ALIGN
+
+
+def pack_panels(b_kn: np.ndarray) -> np.ndarray:
+    """B (K, N) as contiguous 16-column panels of shape (ceil(N/16), K, 16)."""
+    k, n = b_kn.shape
+    npan = (n + 15) // 16
+    padded = np.zeros((k, npan * 16), np.float32)
+    padded[:, :n] = b_kn
+    return np.ascontiguousarray(padded.reshape(k, npan, 16).transpose(1, 0, 2))
+
+
+class WeightBlock:
+    """Constants by key -> offset; grows on demand (a plan built later sees the new array)."""
+
+    def __init__(self) -> None:
+        self._offsets: dict = {}
+        self._size = 0
+        self._lock = threading.Lock()
+        self.array = np.zeros(ALIGN, np.float32)
+
+    def offset(self, key, make) -> int:
+        off = self._offsets.get(key)
+        if off is not None:
+            return off
+        with self._lock:
+            off = self._offsets.get(key)
+            if off is None:
+                data = np.ascontiguousarray(make(), dtype=np.float32).ravel()
+                off = self._size
+                end = off + max(ALIGN, (data.size + ALIGN - 1) // ALIGN * ALIGN)
+                if end > self.array.size:  # grow by doubling; running plans keep the old array
+                    arr = np.zeros(max(end, 2 * self.array.size), np.float32)
+                    arr[:off] = self.array[:off]
+                    self.array = arr
+                self.array[off: off + data.size] = data
+                self._size = end
+                self._offsets[key] = off
+            return off
+
+    def plain(self, name: str, value: np.ndarray) -> int:
+        return self.offset(("plain", name), lambda: value.astype(np.float32))
+
+    def panels(self, name: str, b_kn_fn) -> int:
+        return self.offset(("panels", name), lambda: pack_panels(b_kn_fn()))
+
+    @property
+    def nbytes(self) -> int:
+        return self.array.nbytes

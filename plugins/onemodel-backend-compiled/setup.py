@@ -1,0 +1,13 @@
+"""Builds the kernel library at install time (pip alone; nothing is compiled at run time).
+Portable flags only: the AVX2 copy of the kernels is enabled per function and chosen at import."""
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension(
+    "onemodel_backend_compiled._native",
+    sources=["onemodel_backend_compiled/csrc/native.c"],
+    depends=["onemodel_backend_compiled/csrc/om_kernels.h",
+             "onemodel_backend_compiled/csrc/om_math.h",
+             "onemodel_backend_compiled/csrc/om_program.h"],
+    extra_compile_args=["-O3", "-std=gnu11", "-fno-math-errno", "-fno-strict-aliasing",
+                        "-Wno-unused-function", "-Wno-psabi"],
+)])
