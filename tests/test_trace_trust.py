@@ -428,3 +428,13 @@ def test_slice_past_the_example_on_a_symbolic_axis_is_not_refused():
     traced = om.trace(lambda x: x[:, :8] + 0.0, randn(3, 6), "batch", "seq")
     assert traced(randn(2, 10)).shape == (2, 8)
     assert traced(randn(2, 3)).shape == (2, 3)
+
+
+def test_guards_survive_onnx_export_and_import(tmp_path):
+    pos = randn(10, 8, seed=4)
+    traced = om.trace(lambda x: x + pos[: x.shape[1]], randn(3, 6, 8), "batch", "seq", None)
+    traced.save_onnx(tmp_path / "m.onnx")
+    loaded = om.load_onnx(tmp_path / "m.onnx")
+    assert [g.text for g in loaded.graph.guards] == ["seq <= 10"]
+    with pytest.raises(SessionError, match="seq <= 10"):
+        loaded.create_session().run({"input": randn(2, 11, 8)})

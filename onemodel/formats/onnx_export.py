@@ -94,7 +94,7 @@ def max_opset() -> int:
 
 _DTYPE_TO_ONNX = {
     DType.F16: 10, DType.F32: 1, DType.F64: 11, DType.I8: 3, DType.I16: 5, DType.I32: 6,
-    DType.I64: 7, DType.U8: 2, DType.BOOL: 9,
+    DType.I64: 7, DType.U8: 2, DType.U16: 4, DType.U32: 12, DType.U64: 13, DType.BOOL: 9,
 }
 ONNX_TO_DTYPE = {v: k for k, v in _DTYPE_TO_ONNX.items()}
 
@@ -474,6 +474,11 @@ def to_onnx(graph_or_traced, opset: int | None = None, *, check: bool = True,
     model = onnx.helper.make_model(g, opset_imports=opset_ids, producer_name="onemodel",
                                    producer_version=__version__)
     model.ir_version = onnx.helper.find_min_ir_version_for(opset_ids)
+    if graph.guards:  # ONNX cannot state them; OneModel's importer restores them
+        import json
+
+        onnx.helper.set_model_props(model, {"onemodel.guards": json.dumps(
+            [g.to_json() for g in graph.guards])})
     if check:
         check_model(model, graph)
     return model

@@ -51,18 +51,21 @@ import re
 from typing import Any, Callable, Mapping
 
 import numpy as np
+from attrs import evolve
 
 from ..core.dtype import DType
 from ..core.graph import Graph, Node, Value
 from ..core.symbolic import Dim, SymbolicError, contains_symbolic
 from ..core.types import TensorType
 from ..errors import FormatError, GraphError, OneModelError
+from .onnx_checks import check_model
 from .onnx_fold import fold, statically_constant
 
 #: ONNX element types OneModel represents
-ONNX_TO_DTYPE = {1: DType.F32, 2: DType.U8, 3: DType.I8, 5: DType.I16, 6: DType.I32,
-                 7: DType.I64, 9: DType.BOOL, 10: DType.F16, 11: DType.F64}
-_ONNX_TYPE_NAMES = {0: "undefined", 4: "uint16", 8: "string", 12: "uint32", 13: "uint64",
+ONNX_TO_DTYPE = {1: DType.F32, 2: DType.U8, 3: DType.I8, 4: DType.U16, 5: DType.I16,
+                 6: DType.I32, 7: DType.I64, 9: DType.BOOL, 10: DType.F16, 11: DType.F64,
+                 12: DType.U32, 13: DType.U64}
+_ONNX_TYPE_NAMES = {0: "undefined", 8: "string",
                     14: "complex64", 15: "complex128", 16: "bfloat16", 17: "float8e4m3fn",
                     18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz", 21: "uint4",
                     22: "int4", 23: "float4e2m1"}
@@ -914,6 +917,9 @@ def _check_external(onnx, model, base_dir: str) -> None:
         what = f"tensor {t.name!r}: external data"
         info = {_text(e.key, what): _text(e.value, what) for e in t.external_data}
         loc = info.get("location", "")
+        if "\x00" in loc:
+            raise OnnxImportError(f"tensor {t.name!r}: external data location {loc!r} contains a "
+                                  f"NUL byte")
         if (not loc or os.path.isabs(loc) or loc.startswith(("/", "\\"))
                 or re.match(r"[A-Za-z]:", loc)):
             raise OnnxImportError(f"tensor {t.name!r}: external data location {loc!r} must be a "
@@ -983,9 +989,33 @@ def load_onnx(path: str | os.PathLike) -> Graph:
     return from_onnx(model, label=path)
 
 
+def _guards_of(model, label: str) -> tuple:
+    """The size conditions a OneModel export stored in ``metadata_props`` (see core/guards.py);
+    ONNX itself has no way to state them, so other runtimes do not check them."""
+    import json
+
+    from ..core.guards import Guard
+
+    for prop in model.metadata_props:
+        if prop.key == GUARDS_KEY:
+            try:
+                items = json.loads(prop.value)
+                if not isinstance(items, list) or len(items) > 10_000:
+                    raise ValueError("expected a list of at most 10000 guards")
+                return tuple(Guard.from_json(x) for x in items)
+            except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+                raise OnnxImportError(f"{label}: metadata {GUARDS_KEY!r} is malformed: "
+                                      f"{exc}") from None
+    return ()
+
+
+GUARDS_KEY = "onemodel.guards"
+
+
 def from_onnx(model, label: str = "<model>") -> Graph:
     """Convert an `onnx.ModelProto` into a verified OneModel Graph."""
     onnx = _onnx()
+    check_model(onnx, model, label)
     g = model.graph
     opset = None
     for o in model.opset_import:
@@ -1128,7 +1158,9 @@ def from_onnx(model, label: str = "<model>") -> Graph:
             if target not in taken and target not in rename.values():
                 rename[e.name] = target
                 taken.add(target)
-    return _finish(ctx, outputs, rename, label)
+    graph = _finish(ctx, outputs, rename, label)
+    guards = _guards_of(model, label)
+    return evolve(graph, guards=guards) if guards else graph
 
 
 def _fold_constant(onnx, ctx: ImportContext, n: OnnxNode, where, err=None) -> list:
