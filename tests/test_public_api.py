@@ -7,7 +7,7 @@ import pytest
 import onemodel as om
 from onemodel import DType, Tensor
 
-DTYPES = ["F16", "F32", "F64", "I8", "I16", "I32", "I64", "U8", "BOOL"]
+DTYPES = ["F16", "F32", "F64", "I8", "I16", "I32", "I64", "U8", "U16", "U32", "U64", "BOOL"]
 FACTORIES = ["zeros", "ones", "full", "arange", "randn", "rand", "from_list", "from_numpy"]
 PROPERTIES = ["shape", "dtype", "ndim", "numel", "requires_grad", "grad"]
 DATA = ["numpy", "item", "tolist"]

@@ -17,6 +17,9 @@ class DType(enum.Enum):
     I32 = "i32"
     I64 = "i64"
     U8 = "u8"
+    U16 = "u16"
+    U32 = "u32"
+    U64 = "u64"
     BOOL = "bool"
 
     @property
@@ -29,7 +32,8 @@ class DType(enum.Enum):
 
     @property
     def is_int(self) -> bool:
-        return self in (DType.I8, DType.I16, DType.I32, DType.I64, DType.U8)
+        return self in (DType.I8, DType.I16, DType.I32, DType.I64, DType.U8, DType.U16,
+                        DType.U32, DType.U64)
 
     @property
     def itemsize(self) -> int:
@@ -88,7 +92,8 @@ _TO_NUMPY = {
     DType.F16: np.dtype(np.float16), DType.F32: np.dtype(np.float32),
     DType.F64: np.dtype(np.float64), DType.I8: np.dtype(np.int8), DType.I16: np.dtype(np.int16),
     DType.I32: np.dtype(np.int32), DType.I64: np.dtype(np.int64), DType.U8: np.dtype(np.uint8),
-    DType.BOOL: np.dtype(np.bool_),
+    DType.U16: np.dtype(np.uint16), DType.U32: np.dtype(np.uint32),
+    DType.U64: np.dtype(np.uint64), DType.BOOL: np.dtype(np.bool_),
 }
 _FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items()}
 
@@ -97,7 +102,8 @@ _FLOAT_RANK = {DType.F16: 0, DType.F32: 1, DType.F64: 2}
 
 def promote_types(*dtypes: DType) -> DType:
     """PyTorch's promotion between tensors: floats win over ints and bools (keeping the float's
-    width, so i64 + f32 is f32), the wider float wins, ints promote as numpy does."""
+    width, so i64 + f32 is f32), the wider float wins, ints promote as numpy does (u8 + i8 is
+    i16, u32 + i32 is i64; u64 with a signed int is f64, numpy's rule, where PyTorch refuses)."""
     result = dtypes[0]
     for d in dtypes[1:]:
         result = _promote2(result, d)

@@ -33,6 +33,7 @@ from ..errors import OneModelError
 from .graph import Graph, Node, live_nodes
 from .interpreter import node_error
 from .symbolic import evaluate, evaluate_nested
+from .threads import BLAS, check_threads
 from .types import TensorType
 
 #: How a kernel treats memory (`PlanKernel.kind`).
@@ -80,13 +81,15 @@ class CompiledGraph:
     """What `PlanBackend.compile` returns: plans per shape signature, built on first use.
 
     ``run(feeds, env, output_names)`` takes validated numpy feeds and the sizes bound to the
-    symbolic axes (the Session checks both) and returns fresh arrays by output name.
+    symbolic axes (the Session checks both) and returns fresh arrays by output name. While it
+    runs, BLAS may use at most ``blas_threads`` threads (`onemodel.core.threads.BLAS`).
     """
 
     def __init__(self, graph: Graph, backend: str, kernels: Mapping[str, Any],
-                 max_plans: int = 32) -> None:
+                 max_plans: int = 32, blas_threads: int = 1) -> None:
         from ..registry import REGISTRY
 
+        self.blas_threads = int(blas_threads)
         self.graph = graph
         self.backend = backend
         self.kernels = dict(kernels)
@@ -118,7 +121,12 @@ class CompiledGraph:
 
     def run(self, feeds: Mapping[str, np.ndarray], env: Mapping[str, int],
             output_names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-        return self.plan(env, output_names).run(feeds)
+        plan = self.plan(env, output_names)
+        token = BLAS.enter(self.blas_threads)
+        try:
+            return plan.run(feeds)
+        finally:
+            BLAS.exit(token)
 
 
 class PlanBackend:
@@ -126,13 +134,19 @@ class PlanBackend:
 
     Backends that only contribute kernels (the numpy backend) create one of these; a backend
     with its own scheduling can subclass it and reuse `build_plan`'s liveness and codegen.
+    ``threads`` (None: `default_threads`) is the most threads one run may use; a plan runs on
+    the calling thread, so all of them go to BLAS.
     """
 
-    options = ("max_plans",)
+    options = ("max_plans", "threads")
+    #: one thread: BLAS threads only pay on large products, and a server runs several sessions
+    default_threads = 1
 
-    def __init__(self, name: str, max_plans: int = 32) -> None:
+    def __init__(self, name: str, max_plans: int = 32, threads: int | None = None) -> None:
         self.name = name
         self.max_plans = max_plans
+        threads = check_threads(threads, f"backend {name!r}")
+        self.threads = self.default_threads if threads is None else threads
 
     def kernel_table(self) -> dict[str, Any]:
         from ..registry import REGISTRY
@@ -141,7 +155,8 @@ class PlanBackend:
                 if backend == self.name}
 
     def compile(self, graph: Graph) -> CompiledGraph:
-        return CompiledGraph(graph, self.name, self.kernel_table(), max_plans=self.max_plans)
+        return CompiledGraph(graph, self.name, self.kernel_table(), max_plans=self.max_plans,
+                             blas_threads=self.threads)
 
 
 # -- building a plan -----------------------------------------------------------------------------

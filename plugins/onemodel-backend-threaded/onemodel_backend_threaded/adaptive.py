@@ -3,27 +3,25 @@ fastest.
 
 The candidates (`backend.ThreadedGraph.build` picks which apply):
 
-* ``sequential``: the numpy backend's plan, BLAS left as it is;
-* ``parallel``: the `parallel.ParallelPlan` on the pool, BLAS at one thread.
+* ``sequential``: the numpy backend's plan;
+* ``parallel``: the `parallel.ParallelPlan` on the pool.
 
-(A third candidate, the sequential plan with BLAS allowed ``threads`` threads, was tried and
-dropped: OpenBLAS's worker threads keep spinning for about three seconds after their last call,
-so one such run takes a core away from every parallel run after it.)
+Both run with BLAS at one thread (`backend.ThreadedGraph`). (A third candidate, the sequential
+plan with BLAS allowed ``threads`` threads, was tried and dropped: OpenBLAS's worker threads
+keep spinning for about three seconds after their last call, so one such run takes a core away
+from every parallel run after it.)
 
 The cost model says where parallelism *should* pay; whether it does depends on the machine at
 the time (a core busy with other work, a CPU sharing its FMA units). So the first runs go round
 the candidates, then the fastest (median of its recent timings) runs, and every `PROBE`-th run
 times another one again, so a change in the machine's load is noticed within a few dozen runs.
-Probing costs at most 1/`PROBE` of the difference between the candidates. A candidate that needs
-a BLAS setting other runs in flight do not share runs the sequential plan instead (untimed).
+Probing costs at most 1/`PROBE` of the difference between the candidates.
 """
 from __future__ import annotations
 
 import collections
 import time
 from typing import Mapping
-
-from . import pool as pool_mod
 
 #: rounds through every candidate before choosing
 WARMUP_ROUNDS = 3
@@ -34,8 +32,7 @@ WINDOW = 5
 
 
 class AdaptivePlan:
-    """Runs one of ``candidates``: ``(name, plan, blas_threads)`` (``blas_threads`` None: leave
-    BLAS alone; a `parallel.ParallelPlan` is run through ``run_uncapped``)."""
+    """Runs one of ``candidates``: ``(name, plan)`` pairs."""
 
     def __init__(self, candidates, source: str) -> None:
         self.candidates = list(candidates)
@@ -48,7 +45,6 @@ class AdaptivePlan:
         first = self.candidates[0][1]
         self.output_names = first.output_names
         self.n_nodes = first.n_nodes
-        self._sequential = first
 
     def run(self, feeds: Mapping) -> dict:
         n = self.count
@@ -62,18 +58,10 @@ class AdaptivePlan:
             i = self.probe_next if self.probe_next != self.choice else (self.choice + 1) % k
         else:
             i = self.choice
-        _, plan, blas_threads = self.candidates[i]
-        blas = pool_mod.BLAS
-        if blas_threads is not None and not blas.acquire(blas_threads):
-            return self._sequential.run(feeds)  # another run holds BLAS at another setting
-        try:
-            t0 = time.perf_counter()
-            out = (plan.run_uncapped(feeds) if hasattr(plan, "run_uncapped")
-                   else plan.run(feeds))
-            self.times[i].append(time.perf_counter() - t0)
-        finally:
-            if blas_threads is not None:
-                blas.release()
+        plan = self.candidates[i][1]
+        t0 = time.perf_counter()
+        out = plan.run(feeds)
+        self.times[i].append(time.perf_counter() - t0)
         if not warm and n % PROBE == 0 or n == WARMUP_ROUNDS * k - 1:
             self._choose()
         return out

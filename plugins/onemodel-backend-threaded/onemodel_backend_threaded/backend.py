@@ -3,8 +3,11 @@
 ``om.Session(model, backend="threaded", threads=None, schedule="auto", handoff_flops=None,
 split_flops=None, max_plans=32)``:
 
-* ``threads``: threads working on one run, the calling thread included (default
-  ``os.cpu_count()``); 1 means the numpy backend's sequential plan.
+* ``threads``: the most threads one run uses, the calling thread and BLAS included (default:
+  the cores this process may use). A run works on the calling thread and at most
+  ``threads - 1`` pool workers, with BLAS held to one thread while it runs (whatever the plan),
+  so the two levels never add up to more than ``threads``; 1 means the numpy backend's
+  sequential plan.
 * ``schedule``: ``"auto"`` (where the cost model says parallelism pays, the parallel plan or
   the sequential one, whichever has lately been faster (`adaptive.AdaptivePlan`); elsewhere
   the sequential plan), ``"parallel"`` (always the parallel plan, for tests and measurements)
@@ -17,9 +20,9 @@ compiled, so this plugin imports no other plugin), overridden by any registered 
 from __future__ import annotations
 
 import numbers
-import os
 
 from onemodel.core.plan import CompiledGraph, PlanBackend, build_plan
+from onemodel.core.threads import cores
 from onemodel.errors import OneModelError
 
 from . import costs
@@ -58,7 +61,7 @@ class ThreadedBackend(PlanBackend):
                  split_flops=None, max_plans: int = 32) -> None:
         super().__init__("threaded", max_plans=_positive_int("max_plans", max_plans))
         if threads is None:
-            threads = os.cpu_count() or 1
+            threads = cores()
         self.threads = _positive_int("threads", threads)
         if schedule not in SCHEDULES:
             raise ThreadedOptionError(f"threaded backend: schedule must be one of "
@@ -83,7 +86,11 @@ class ThreadedGraph(CompiledGraph):
     """Plans per shape signature, each either the sequential plan or a `ParallelPlan`."""
 
     def __init__(self, graph, backend: ThreadedBackend, kernels) -> None:
-        super().__init__(graph, backend.name, kernels, max_plans=backend.max_plans)
+        # BLAS at one thread for every plan: the pool is the parallelism, and an OpenBLAS
+        # worker keeps spinning on a core for seconds after a multi-threaded call, taking that
+        # core from the pool (and from ``threads``' bound) long after the call.
+        super().__init__(graph, backend.name, kernels, max_plans=backend.max_plans,
+                         blas_threads=1)
         self.config = backend
 
     def build(self, env, output_names):
@@ -105,9 +112,7 @@ class ThreadedGraph(CompiledGraph):
                            pool_for(cfg.threads - 1), cfg.threads)
         if cfg.schedule == "parallel":
             return _labelled(par, "parallel: " + sched.summary())
-        # (No candidate lets BLAS itself use threads: an OpenBLAS worker keeps spinning on a
-        # core for seconds after its last call, which takes that core from the pool.)
-        adaptive = AdaptivePlan([("sequential", plan, None), ("parallel", par, 1)], par.source)
+        adaptive = AdaptivePlan([("sequential", plan), ("parallel", par)], par.source)
         return _labelled(adaptive, "adaptive (sequential, parallel): " + sched.summary())
 
 

@@ -17,15 +17,14 @@ Two things differ from the sequential `onemodel.core.plan.Plan`:
   the calling thread too); views made inside a region that are used after it are made again
   from the full buffers.
 
-Execution (`_execute`): dependency counting with one ready queue per run, no level barriers.
+Execution (`execute`): dependency counting with one ready queue per run, no level barriers.
 The calling thread works through the queue; when more tasks worth a hand-off are ready than
-threads working on the run, idle pool workers are offered to help (`pool.Pool`).
+threads working on the run, idle pool workers are offered to help (`pool.Pool`). An exception
+or a ``KeyboardInterrupt`` cancels the run's pending tasks and waits for the running ones.
 """
 from __future__ import annotations
 
 import collections
-import itertools
-import threading
 from typing import Mapping
 
 import attrs
@@ -33,19 +32,20 @@ import attrs
 from onemodel.core.interpreter import node_error
 from onemodel.core.plan import OUT, Plan, _CodeGen, _is_literal
 
-from . import pool as pool_mod
+from .execute import Par, Run, execute
 
 
 @attrs.define
 class _Runtime:
-    """What the executor needs of a plan, as plain tuples."""
+    """What the executor (`execute.Run`) needs of a plan, as plain tuples."""
 
     succs: tuple
-    npreds: tuple
+    tokens: tuple          # per task: range(number of predecessor tasks)
+    all_tasks: range
     spawn: tuple
     sources: tuple
     n_spawn_sources: int
-    max_helpers: int
+    helper_slots: range    # one per pool worker a run may ask to help
     pool: object
 
 
@@ -64,10 +64,11 @@ class ParallelPlan(Plan):
         spawn = tuple(t.spawn for t in tasks)
         self._rt = _Runtime(
             succs=tuple(tuple(t.succs) for t in tasks),
-            npreds=tuple(len(t.preds) for t in tasks),
+            tokens=tuple(range(len(t.preds)) for t in tasks),
+            all_tasks=range(len(tasks)),
             spawn=spawn, sources=tuple(sources),
             n_spawn_sources=sum(spawn[s] for s in sources),
-            max_helpers=min(pool.workers, threads - 1), pool=pool)
+            helper_slots=range(min(pool.workers, threads - 1)), pool=pool)
 
     # -- liveness on the parallel schedule -------------------------------------------------------
     def _compute_slots(self, roots, pooled, defined, wanted) -> None:
@@ -171,7 +172,7 @@ class ParallelPlan(Plan):
     # -- code generation: one function per task ------------------------------------------------
     def _generate(self, feeds, consts, wanted) -> None:
         gen = _CodeGen()
-        gen.closure["_par"] = _Par(self.pool)
+        gen.closure["_par"] = Par(self.pool)
         feed_set = set(feeds)
         for f in feeds:
             gen.names[f] = gen.var("i")
@@ -321,206 +322,35 @@ class ParallelPlan(Plan):
 
     # -- running ---------------------------------------------------------------------------------
     def run(self, feeds: Mapping) -> dict:
-        """Run with BLAS at one thread (if another run holds BLAS at more threads, run anyway:
-        the overlap lasts only while both runs do)."""
-        blas = pool_mod.BLAS
-        capped = blas.acquire(1)
-        try:
-            return self.run_uncapped(feeds)
-        finally:
-            if capped:
-                blas.release()
-
-    def run_uncapped(self, feeds: Mapping) -> dict:
-        """Run without touching the BLAS setting (the caller has set it)."""
+        """Run on the pool (BLAS is bounded by the caller, `backend.ThreadedGraph`)."""
         idle = self._idle
         try:
             r = idle.pop()
         except IndexError:
             r = self.runner()
         fns, fin = r
-        vals = [None] * self.n_vals
         rt = self._rt
         rt.pool.start()
+        run = Run(rt, fns, feeds, [None] * self.n_vals)
         try:
-            _execute(rt, fns, feeds, vals)
-            outs = fin(feeds, vals)
+            execute(run)
+            outs = fin(feeds, run.vals)
         except Exception as exc:
             node = self._failing_node(exc)
             if node is None:
                 raise
             raise node_error(node, exc, self._providers.get(id(node))) from exc
         finally:
-            idle.append(r)
+            # Back to the plan only when no helper is inside the run any more (`execute` waits
+            # for them unless a second interrupt cut that wait short): a cancelled run's
+            # buffers are never handed to the next run while a worker may still write them.
+            run.cancelled = True
+            if not run.active:
+                idle.append(r)
         return dict(zip(self.output_names, outs))
 
     def describe(self) -> str:
         return f"# parallel plan: {self.schedule.summary()}\n{self.source}"
-
-
-class _Par:
-    """``_par(pieces, args)``: run ``piece(*args)`` for every piece, at once where workers are
-    free; the calling thread works through the pieces too and returns when all are done."""
-
-    __slots__ = ("pool",)
-
-    def __init__(self, pool) -> None:
-        self.pool = pool
-
-    def __call__(self, pieces, args) -> None:
-        call = _PieceCall(pieces, args)
-        post = self.pool.post
-        for _ in range(min(len(pieces) - 1, self.pool.workers)):
-            post(_help_pieces, call)
-        call.work()
-        call.wait()
-        if call.error is not None:
-            raise call.error
-
-
-class _PieceCall:
-    """One call of a region: pieces are claimed by whichever thread comes first."""
-
-    __slots__ = ("pieces", "args", "claim", "lock", "done", "waiting", "wake", "error")
-
-    def __init__(self, pieces, args) -> None:
-        self.pieces, self.args = pieces, args
-        self.claim = itertools.count().__next__  # atomic under the GIL
-        self.lock = threading.Lock()
-        self.done = 0
-        self.waiting = False
-        self.wake = None
-        self.error = None
-
-    def work(self) -> None:
-        pieces, args = self.pieces, self.args
-        n = len(pieces)
-        while True:
-            i = self.claim()
-            if i >= n:
-                return
-            try:
-                pieces[i](*args)
-            except BaseException as exc:  # noqa: BLE001 - raised by the owner
-                if self.error is None:
-                    self.error = exc
-            with self.lock:
-                self.done += 1
-                if self.done == n and self.waiting:
-                    self.waiting = False
-                    self.wake.release()
-
-    def wait(self) -> None:
-        with self.lock:
-            if self.done == len(self.pieces):
-                return
-            self.wake = threading.Lock()
-            self.wake.acquire()
-            self.waiting = True
-        self.wake.acquire()
-
-
-def _help_pieces(call: _PieceCall) -> None:
-    call.work()
-
-
-class _Run:
-    """The state of one run of a parallel plan (guarded by ``lock``)."""
-
-    __slots__ = ("rt", "fns", "feeds", "vals", "counts", "ready", "nspawn", "lock", "running",
-                 "helpers", "waiting", "wake", "error")
-
-    def __init__(self, rt, fns, feeds, vals) -> None:
-        self.rt, self.fns, self.feeds, self.vals = rt, fns, feeds, vals
-        self.counts = list(rt.npreds)
-        self.ready = collections.deque(rt.sources)
-        self.nspawn = rt.n_spawn_sources
-        self.lock = threading.Lock()
-        self.running = 0
-        self.helpers = 0
-        self.waiting = False
-        self.wake = threading.Lock()
-        self.wake.acquire()
-        self.error = None
-
-
-def _execute(rt: _Runtime, fns, feeds, vals) -> None:
-    run = _Run(rt, fns, feeds, vals)
-    k = min(run.nspawn - 1, rt.max_helpers)
-    if k > 0:
-        run.helpers = k
-        for _ in range(k):
-            rt.pool.post(_help, run)
-    _work(run, True)
-    if run.error is not None:
-        raise run.error
-
-
-def _help(run: _Run) -> None:
-    _work(run, False)
-
-
-def _work(run: _Run, caller: bool) -> None:
-    """Take ready tasks until none is left; the caller also waits for the others to finish."""
-    rt = run.rt
-    succs, spawn, fns = rt.succs, rt.spawn, run.fns
-    feeds, vals, counts, ready = run.feeds, run.vals, run.counts, run.ready
-    lock = run.lock
-    lock.acquire()
-    while True:
-        if ready:
-            t = ready.popleft()
-            if spawn[t]:
-                run.nspawn -= 1
-            run.running += 1
-            lock.release()
-            err = None
-            try:
-                fns[t](feeds, vals)
-            except BaseException as exc:  # noqa: BLE001 - re-raised by the caller
-                err = exc
-            lock.acquire()
-            run.running -= 1
-            if err is not None:
-                if run.error is None:
-                    run.error = err
-                ready.clear()
-                run.nspawn = 0
-            else:
-                for s in succs[t]:
-                    c = counts[s] - 1
-                    counts[s] = c
-                    if c == 0:
-                        ready.append(s)
-                        if spawn[s]:
-                            run.nspawn += 1
-                extra = run.nspawn - 1  # tasks worth a hand-off this thread will not take
-                if extra > 0:
-                    if run.waiting:
-                        run.waiting = False
-                        run.wake.release()
-                        extra -= 1
-                    free = rt.max_helpers - run.helpers
-                    if extra > 0 and free > 0:
-                        k = min(extra, free)
-                        run.helpers += k
-                        for _ in range(k):
-                            rt.pool.post(_help, run)
-            if run.waiting and not ready and run.running == 0:
-                run.waiting = False
-                run.wake.release()
-            continue
-        if not caller:
-            run.helpers -= 1
-            lock.release()
-            return
-        if run.running == 0:
-            lock.release()
-            return
-        run.waiting = True
-        lock.release()
-        run.wake.acquire()
-        lock.acquire()
 
 
 __all__ = ["ParallelPlan"]

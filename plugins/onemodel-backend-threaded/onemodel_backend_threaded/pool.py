@@ -1,4 +1,4 @@
-"""The worker threads every threaded session shares, and the BLAS thread count.
+"""The worker threads every threaded session shares.
 
 Work is never *assigned* to a worker: a run (or a split node) keeps its own queue of work, and a
 worker receives only an offer to help (``post(fn, arg)`` calls ``fn(arg)`` on a worker). The
@@ -60,66 +60,6 @@ def pool_for(workers: int) -> Pool:
     return pool
 
 
-class BlasThreads:
-    """The BLAS thread count runs of this backend need, set with threadpoolctl.
-
-    A parallel run needs BLAS at one thread (the pool is the parallelism; BLAS threads on top
-    would oversubscribe the cores); a sequential run may ask for ``threads`` BLAS threads
-    instead. The setting is process-wide, so runs share it: ``acquire(n)`` succeeds when no run
-    holds it or the runs holding it want the same ``n``, and the last `release` restores what
-    was there before. A run that cannot acquire it runs the plain sequential plan, which needs
-    no setting. A library already at ``n`` threads is left alone (nothing to do per run).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._depth = 0
-        self._current = 0
-        self._saved: list = []
-        self._libs: list | None = None
-
-    def _controllers(self) -> list:
-        if self._libs is None:
-            try:
-                from threadpoolctl import ThreadpoolController
-
-                self._libs = [lc for lc in ThreadpoolController().lib_controllers
-                              if lc.user_api == "blas"]
-            except Exception:  # noqa: BLE001 - no BLAS found: nothing to set
-                self._libs = []
-        return self._libs
-
-    def acquire(self, n: int) -> bool:
-        with self._lock:
-            if self._depth:
-                if self._current != n:
-                    return False
-                self._depth += 1
-                return True
-            saved = []
-            for lc in self._controllers():
-                before = lc.num_threads
-                if before != n:
-                    lc.set_num_threads(n)
-                    saved.append((lc, before))
-            self._saved = saved
-            self._current = n
-            self._depth = 1
-            return True
-
-    def release(self) -> None:
-        with self._lock:
-            self._depth -= 1
-            if self._depth == 0:
-                for lc, n in self._saved:
-                    lc.set_num_threads(n)
-                self._saved = []
-                self._current = 0
-
-
-BLAS = BlasThreads()
-
-
 def _after_fork() -> None:
     """The child of a fork has none of the parent's threads: pools start afresh on next use."""
     global _POOLS_LOCK
@@ -128,13 +68,9 @@ def _after_fork() -> None:
         pool._queue = queue.SimpleQueue()
         pool._lock = threading.Lock()
         pool._started = False
-    BLAS._lock = threading.Lock()
-    BLAS._depth = 0
-    BLAS._current = 0
-    BLAS._saved = []
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
-__all__ = ["Pool", "pool_for", "BlasThreads", "BLAS"]
+__all__ = ["Pool", "pool_for"]
