@@ -1,20 +1,18 @@
-"""The built-in passes and fused ops, registered like any plugin (as "onemodel-builtin-passes").
+"""The core's own passes and fused op, registered like any plugin (as "onemodel-builtin-passes").
 
-The registry registers this module when it loads; a test may call the hooks directly.
+Only generic passes live in the core: constant folding, dead code, common subexpressions, no-op
+elimination and the elementwise-chain fusion, all driven by what op records declare (purity,
+`OpTraits`). Passes that speak of particular ops live in the plugin that owns those ops.
 """
 from __future__ import annotations
 
 from ..registry.hookspecs import hookimpl
-from . import (constant_folding, cse, dead_code, fold_batch_norm, fold_transpose_matmul,
-               fuse_activation, fuse_elementwise, fuse_matmul_add, noop_elimination,
-               recognize_attention, recognize_gelu, recognize_layer_norm)
-from .fused_ops import FUSED_OPS
+from . import constant_folding, cse, dead_code, fuse_elementwise, noop_elimination
+from .elementwise_chain import elementwise_chain
 
 PLUGIN_NAME = "onemodel-builtin-passes"
 
-PASS_MODULES = (constant_folding, noop_elimination, cse, dead_code, fuse_matmul_add,
-                fold_batch_norm, fuse_activation, fold_transpose_matmul, fuse_elementwise,
-                recognize_gelu, recognize_layer_norm, recognize_attention)
+PASS_MODULES = (constant_folding, noop_elimination, cse, dead_code, fuse_elementwise)
 
 
 @hookimpl
@@ -24,4 +22,4 @@ def onemodel_passes():
 
 @hookimpl
 def onemodel_ops():
-    return FUSED_OPS
+    return (elementwise_chain,)

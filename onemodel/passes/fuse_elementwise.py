@@ -1,10 +1,11 @@
 """Elementwise chains -> one ``elementwise_chain`` node computed in a single buffer.
 
-A chain is a run of elementwise ops (``add sub mul div pow maximum minimum neg exp log sqrt abs
-tanh sigmoid relu gelu clip``) where each result's only user is the next op, and every step has
-the chain's final type (dtype and shape): then a backend computes the whole chain in place in
-the output buffer with no temporaries. Other operands (constants, other values) become the
-chain's inputs; the steps record which input each operand is (``-1``: the previous result).
+A chain is a run of pointwise ops (ops whose record declares `OpTraits.pointwise` with a formula
+for the node's params, built-in or third-party alike) where each result's only user is the next
+op, and every step has the chain's final type (dtype and shape): then a backend computes the whole
+chain in place in the output buffer with no temporaries. Other operands (constants, other values)
+become the chain's inputs; the steps record which input each operand is (``-1``: the previous
+result). Each node joins at most one chain: a node another chain already claimed ends the walk.
 """
 from __future__ import annotations
 
@@ -13,22 +14,39 @@ from ..core.symbolic import contains_symbolic
 from ..registry import REGISTRY
 from ..registry.records import PassDef
 from ._rewrite import Rewriter, same_type
-from .fused_ops import ACC
-
-UNARY = ("neg", "exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu", "gelu", "clip")
-BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
-ELEMENTWISE = UNARY + BINARY
+from .elementwise_chain import ACC
 
 
-def _elementwise(node: Node) -> bool:
-    if node.op not in ELEMENTWISE or len(node.outputs) != 1:
+def _pointwise(node: Node, ops) -> bool:
+    op = ops.get(node.op)
+    if op is None or op.traits.pointwise is None or len(node.outputs) != 1:
         return False
-    if any(i is None for i in node.inputs):
+    if len(node.inputs) != len(op.inputs) or any(i is None for i in node.inputs):
         return False
-    want = 1 if node.op in UNARY else 2
-    if node.op == "clip":
-        return len(node.inputs) == 1  # clip's bounds as params only
-    return len(node.inputs) == want and not contains_symbolic(dict(node.params))
+    if contains_symbolic(dict(node.params)):
+        return False
+    return op.traits.pointwise.expression(op.inputs, node.params) is not None
+
+
+def _chain_node(graph: Graph, chain: list[Node]) -> Node | None:
+    """The fused node for ``chain``, or None when an operand's dtype differs from the result's."""
+    final_t = graph.values[chain[-1].outputs[0]].type
+    inputs: list[str] = []
+    steps = []
+    for k, n in enumerate(chain):
+        args = []
+        for i in n.inputs:
+            if k > 0 and i == chain[k - 1].outputs[0]:
+                args.append(ACC)
+                continue
+            if graph.values[i].dtype != final_t.dtype:
+                return None
+            if i not in inputs:
+                inputs.append(i)
+            args.append(inputs.index(i))
+        steps.append((n.op, tuple(args), tuple(sorted(n.params.items()))))
+    return Node("elementwise_chain", tuple(inputs), chain[-1].outputs, {"steps": tuple(steps)},
+                chain[0].source)
 
 
 def fuse_elementwise(graph: Graph) -> Graph:
@@ -37,7 +55,7 @@ def fuse_elementwise(graph: Graph) -> Graph:
     absorbed: set[int] = set()
     chains: dict[int, Node] = {}  # id(last node) -> chain node
     for node in graph.nodes:
-        if id(node) in absorbed or not _elementwise(node) or node.op not in ops:
+        if id(node) in absorbed or not _pointwise(node, ops):
             continue
         final_t = graph.values[node.outputs[0]].type
         if not final_t.dtype.is_float:
@@ -46,37 +64,19 @@ def fuse_elementwise(graph: Graph) -> Graph:
         cur = node
         while rw.single_use(cur.outputs[0]):
             nxt = rw.consumers[cur.outputs[0]][0]
-            if not _elementwise(nxt) or nxt.op not in ops:
+            if id(nxt) in absorbed or not _pointwise(nxt, ops):
                 break
-            t = graph.values[nxt.outputs[0]].type
-            if not same_type(t, final_t):
+            if not same_type(graph.values[nxt.outputs[0]].type, final_t):
                 break
             chain.append(nxt)
             cur = nxt
         if len(chain) < 2:
             continue
-        # Every operand that is not the running result must have the chain's dtype.
-        inputs: list[str] = []
-        steps = []
-        ok = True
-        for k, n in enumerate(chain):
-            args = []
-            for i in n.inputs:
-                if k > 0 and i == chain[k - 1].outputs[0]:
-                    args.append(ACC)
-                    continue
-                if graph.values[i].dtype != final_t.dtype:
-                    ok = False
-                if i not in inputs:
-                    inputs.append(i)
-                args.append(inputs.index(i))
-            steps.append((n.op, tuple(args), tuple(sorted(n.params.items()))))
-        if not ok:
+        fused = _chain_node(graph, chain)
+        if fused is None:
             continue
-        for n in chain:
-            absorbed.add(id(n))
-        chains[id(chain[-1])] = Node("elementwise_chain", tuple(inputs), chain[-1].outputs,
-                                     {"steps": tuple(steps)}, chain[0].source)
+        absorbed.update(id(n) for n in chain)
+        chains[id(chain[-1])] = fused
     if not chains:
         return graph
     for node in graph.nodes:
@@ -89,4 +89,4 @@ def fuse_elementwise(graph: Graph) -> Graph:
 
 
 PASS = PassDef(name="fuse_elementwise", level="all", run=fuse_elementwise, order=80,
-               doc="Chains of elementwise ops -> one elementwise_chain node (in-place kernel).")
+               doc="Chains of pointwise ops -> one elementwise_chain node (in-place kernel).")

@@ -1,3 +1,6 @@
+import numpy as np
+
+import onemodel as om
 from onemodel import DType
 
 from .helpers import apply, assert_same, const, counts, ops, traced
@@ -32,3 +35,21 @@ def test_not_for_single_ops_or_broadcasting_steps_or_ints():
     assert apply("fuse_elementwise", widening) is widening
     ints = traced(lambda x: ops.cast(x, DType.I64) * 2 + 1, 4)
     assert apply("fuse_elementwise", ints) is ints
+
+
+def test_two_chains_never_claim_one_node():
+    # issue 12 item 6: x*0.5 and relu(x)*0.5 both flow into one add; each chain used to claim it
+    g = traced(lambda x: x * 0.5 + x.relu() * 0.5, 4)
+    out = apply("fuse_elementwise", g)
+    assert_same(g, out, 4)
+    claimed = [s[0] for n in out.nodes if n.op == "elementwise_chain" for s in n.params["steps"]]
+    assert claimed.count("add") == 1
+
+
+def test_fan_in_graph_runs_at_every_level():
+    x = om.Tensor.from_list([[-1.0, 2.0, 0.5, -3.0], [4.0, -0.25, 0.0, 1.5]])
+    traced_model = om.trace(lambda x: x * 0.5 + x.relu() * 0.5, x, "batch", None)
+    want = (x * 0.5 + x.relu() * 0.5).numpy()
+    for level in ("none", "basic", "all"):
+        with traced_model.create_session(optimization=level) as s:
+            np.testing.assert_allclose(s.run({"input": x})["output"].numpy(), want)

@@ -1,14 +1,16 @@
-"""The ``elementwise_chain`` kernel: the steps become one generated function computing the
-whole chain in the output buffer with in-place ufuncs (no temporaries)."""
+"""The ``elementwise_chain`` kernel, built from the steps' pointwise formulas (their records'
+`OpTraits.pointwise`): one generated function computing the whole chain in the output buffer,
+with ``out=`` ufuncs wherever the formula allows. A third-party pointwise op fuses the same way
+as a built-in one; a step without a formula runs its own kernel and is copied into the buffer."""
 from __future__ import annotations
 
-import numpy as np
-
 from onemodel.core.plan import OUT, PlanKernel
+from onemodel.core.pointwise import NAMESPACE
 from onemodel.registry import KernelDef, get_op
+from onemodel.registry.formula import substitute
 
 from ._util import all_float_same
-from .elementwise import BINARY_UFUNCS, UNARY_UFUNCS, sigmoid_into
+from .formula_code import Lowering
 
 ACC = -1
 
@@ -17,35 +19,27 @@ def _chain_make(params, types):
     steps = params["steps"]
     if not all_float_same(types):
         return None
-    ns = {"np": np, "sigmoid_into": sigmoid_into, "copyto": np.copyto}
-    lines = [f"def chain({', '.join(f'i{j}' for j in range(len(types)))}, out):"]
-    for k, (op, args, sparams) in enumerate(steps):
-        names = ["out" if j == ACC else f"i{j}" for j in args]
-        sparams = dict(sparams)
-        if op in BINARY_UFUNCS and not sparams:
-            ns[f"u{k}"] = BINARY_UFUNCS[op]
-            lines.append(f"    u{k}({names[0]}, {names[1]}, out=out)")
-        elif op in UNARY_UFUNCS and not sparams:
-            ns[f"u{k}"] = UNARY_UFUNCS[op]
-            lines.append(f"    u{k}({names[0]}, out=out)")
-        elif op == "relu":
-            ns["zero"] = np.zeros((), types[0].dtype.numpy)
-            lines.append(f"    np.maximum({names[0]}, zero, out=out)")
-        elif op == "sigmoid":
-            lines.append(f"    sigmoid_into({names[0]}, out)")
-        elif op == "clip" and set(sparams) <= {"min", "max"}:
-            lo, hi = sparams.get("min"), sparams.get("max")
-            lines.append(f"    np.clip({names[0]}, {lo!r}, {hi!r}, out=out)")
-        else:  # any other elementwise op: its own kernel, copied into the buffer
-            ns[f"k{k}"] = get_op(op).kernel
-            ns[f"p{k}"] = sparams
-            lines.append(f"    copyto(out, k{k}({', '.join(names)}, **p{k}))")
-    lines.append("    return out")
-    exec("\n".join(lines) + "\n", ns)  # noqa: S102 - generated from the step table
-    # Overwriting an input is safe only if no step after the first reads an input.
-    later = {j for _, args, _ in steps[1:] for j in args if j != ACC}
-    return PlanKernel(ns["chain"], OUT, inplace=not later)
+    ins = [f"i{j}" for j in range(len(types))]
+    low = Lowering("out")
+    ns = dict(NAMESPACE)
+    for k, (op_name, args, sparams) in enumerate(steps):
+        op = get_op(op_name)
+        operands = ["out" if j == ACC else ins[j] for j in args]
+        pw = op.traits.pointwise
+        tree = pw.expression(op.inputs, dict(sparams)) if pw is not None else None
+        if tree is None:  # no formula for this application: the op's own kernel
+            ns[f"k{k}"], ns[f"p{k}"] = op.kernel, dict(sparams)
+            low.line(f"np.copyto(out, k{k}({', '.join(operands)}, **p{k}))", set(operands),
+                      True)
+            continue
+        names = [i.rstrip("?") for i in op.inputs]
+        low.emit(substitute(tree, dict(zip(names, operands))), "out")
+    source = (f"def chain({', '.join(ins)}, out):\n"
+              + "".join(f"    {line}\n" for line in low.lines) + "    return out\n")
+    exec(source, ns)  # noqa: S102 - generated from checked formula trees
+    # The output buffer may be an input's only if no input is read once the output is written.
+    return PlanKernel(ns["chain"], OUT, inplace=not low.reads_after_first_write(set(ins)))
 
 
 KERNELS = (KernelDef(op="elementwise_chain", backend="numpy", make=_chain_make,
-                     doc="the whole chain in place in the output buffer"),)
+                     doc="the whole chain from its steps' formulas, in the output buffer"),)

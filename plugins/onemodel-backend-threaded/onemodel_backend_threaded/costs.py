@@ -1,13 +1,18 @@
 """How much work a node is, in FLOP-equivalents, from its concrete shapes.
 
-A matrix product counts its multiply-adds (2 per term); a memory-bound op counts its elements
-times `ELEM`, the FLOPs a float32 GEMM does in the time a ufunc takes per element. The thresholds
+Each op's record says what it costs (`OpTraits.cost`: FLOPs and bytes moved; a matrix product
+counts its multiply-adds, 2 per term); bytes count `ELEM` per float32 element, the FLOPs a
+float32 GEMM does in the time a ufunc takes per element. The thresholds
 below were measured with ``tools/measure_threaded_threshold.py`` on the project's reference
 machine (2 cores, OpenBLAS single-threaded); docs/guide/backends.md records the run.
 """
 from __future__ import annotations
 
+import ast
 import math
+
+from onemodel.registry import REGISTRY
+from onemodel.registry.records import NO_TRAITS
 
 #: FLOP-equivalents of one element of a memory-bound op (np.add on 1M float32: ~0.10 ns per
 #: element; a 64x256x256 float32 GEMM: ~0.0105 ns per FLOP).
@@ -29,17 +34,6 @@ PACK_FLOPS = 30.0
 #: call, which holds the GIL and so does not run in parallel).
 STEP_FLOPS = 1.0e6
 
-GEMM_LIKE = frozenset({"linear", "fused_linear", "matmul", "matmul_t"})
-CONV = frozenset({"conv2d", "fused_conv2d"})
-#: ops whose work is one or more BLAS matrix products (BLAS threads can split them)
-BLAS_OPS = GEMM_LIKE | CONV | {"scaled_dot_product_attention"}
-VIEWS = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "transpose", "permute",
-                   "expand"})
-#: elements touched per output element, roughly, for ops that are not one pass
-PASSES = {"softmax": 5, "log_softmax": 6, "layer_norm": 7, "gelu": 15, "erf": 12,
-          "sigmoid": 4, "batch_norm": 2, "elementwise_chain": 1}
-
-
 def numel(shape) -> int:
     return math.prod(int(d) for d in shape)
 
@@ -58,35 +52,21 @@ def _touched(in_types, out_types) -> float:
 
 
 def _cost(op, in_types, out_types, params) -> float:
-    out = out_types[0]
-    n_out = numel(out.shape)
-    if op in VIEWS:
+    """From the op's record: its declared `OpTraits.cost` (FLOPs plus ``ELEM`` per float32
+    element of traffic), zero for a view, the formula's operations per element for a pointwise
+    op, else every element it touches."""
+    rec = REGISTRY.tables().ops.get(op)
+    tr = rec.traits if rec is not None else NO_TRAITS
+    if tr.view is not None:
         return 0.0
-    if op in ("linear", "fused_linear"):
-        k = int(in_types[1].shape[-1])
-        return 2.0 * n_out * k + 2 * ELEM * n_out
-    if op in ("matmul", "matmul_t"):
-        a = in_types[0]
-        ta = bool(params.get("transpose_a", False)) if op == "matmul_t" else False
-        k = int(a.shape[-2] if ta else a.shape[-1]) if len(a.shape) >= 2 else int(a.shape[0])
-        return 2.0 * n_out * k
-    if op in CONV:
-        w = in_types[1]
-        per_out = numel(w.shape[1:])  # c/groups * kh * kw
-        cols = n_out // int(w.shape[0]) * numel(w.shape[1:])  # the im2col copy
-        return 2.0 * n_out * per_out + ELEM * (cols + 2 * n_out)
-    if op == "scaled_dot_product_attention":
-        q, k, v = in_types[:3]
-        scores = numel(q.shape[:-1]) * int(k.shape[-2])
-        return 2.0 * scores * (int(q.shape[-1]) + int(v.shape[-1])) + 6 * ELEM * scores
-    if op in ("max_pool2d", "avg_pool2d"):
-        ks = params.get("kernel_size", 2)
-        kk = numel(ks) if isinstance(ks, (tuple, list)) else int(ks) ** 2
-        return ELEM * n_out * kk
-    if op == "elementwise_chain":
-        return ELEM * n_out * (len(params.get("steps", ())) + 1)
-    if op in PASSES:
-        return ELEM * n_out * PASSES[op]
+    if tr.cost is not None:
+        c = tr.cost(in_types, out_types, params)
+        return float(c.flops) + ELEM * float(c.bytes) / 4.0
+    if tr.pointwise is not None:
+        expr = tr.pointwise.expression(rec.inputs, params)
+        steps = 1 if expr is None else max(1, sum(
+            isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Call, ast.Compare)) for n in ast.walk(expr)))
+        return ELEM * numel(out_types[0].shape) * steps
     return _touched(in_types, out_types)
 
 

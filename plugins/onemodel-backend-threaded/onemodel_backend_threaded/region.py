@@ -7,11 +7,12 @@ uses. A single large step is a region of one; a chain of them (an MLP, a CNN) pa
 hand-off instead of one per node.
 
 Which ops qualify, and how each input is passed (rows sliced, or whole where it broadcasts over
-axis 0), is decided here; an op that reduces over or mixes axis 0 never joins a region.
+axis 0), is what each op's record declares (`OpTraits.batch`, pointwise ops by default, and
+`OpTraits.view` for reshapes and axis permutations); an op that declares nothing never joins a
+region.
 """
 from __future__ import annotations
 
-import math
 import operator
 
 import numpy as np
@@ -20,16 +21,14 @@ import attrs
 
 from onemodel.core.plan import OUT, VIEW, ConstantType, PlanKernel
 from onemodel.core.types import TensorType
+from onemodel.registry import REGISTRY
+from onemodel.registry.records import NO_TRAITS
 
-ELEMENTWISE = frozenset({"add", "sub", "mul", "div", "maximum", "minimum", "pow", "neg", "exp",
-                         "log", "sqrt", "abs", "tanh", "relu", "sigmoid", "gelu", "erf", "clip",
-                         "elementwise_chain"})
-#: ops whose only array input is the batch-major activation (weights constant and pre-packed)
-BATCH_MAJOR = frozenset({"conv2d", "fused_conv2d", "max_pool2d", "avg_pool2d", "batch_norm",
-                         "linear", "fused_linear", "matmul_t", "layer_norm", "softmax",
-                         "log_softmax"})
-RESHAPES = frozenset({"reshape", "flatten", "squeeze", "unsqueeze"})
-PERMUTES = frozenset({"transpose", "permute"})
+
+def traits(op: str):
+    """The `OpTraits` the op's record declares (none for an unknown op)."""
+    rec = REGISTRY.tables().ops.get(op)
+    return rec.traits if rec is not None else NO_TRAITS
 
 
 @attrs.define
@@ -78,36 +77,21 @@ def region_step(step, kdef, params: dict, in_types: list, out_types: list, lengt
         return None
     rank = len(out)
     sliced = []
-    if op in BATCH_MAJOR:
-        if passed != [0] or len(types[0].shape) < 2 or int(types[0].shape[0]) != length:
+    tr = traits(op)
+    try:
+        kind = tr.batch_kind(dict(params), in_types)
+    except Exception:  # noqa: BLE001 - a trait that cannot judge these types: no split
+        kind = None
+    if kind == "rows":
+        if passed[:1] != [0] or len(types[0].shape) < 2 or int(types[0].shape[0]) != length:
             return None
-        if op in ("softmax", "log_softmax") and int(params.get("axis", -1)) % rank == 0:
-            return None
-        if op == "layer_norm":
-            ns = params.get("normalized_shape")
-            if (len(ns) if isinstance(ns, (tuple, list)) else 1) >= rank:
-                return None
-        if op == "matmul_t":
-            w = in_types[1]
-            if params.get("transpose_a") or not isinstance(w, ConstantType) or len(w.shape) != 2:
-                return None
-        sliced = [True]
-    elif op in ELEMENTWISE or op == "scaled_dot_product_attention" or op == "matmul":
-        if op == "scaled_dot_product_attention" and rank < 3:
-            return None
-        for pos, t in enumerate(types):
+        sliced = [True] + [False] * (len(passed) - 1)
+    elif kind == "broadcast":
+        for t in types:
             if t is None:
                 sliced.append(False)
                 continue
             shape = tuple(int(d) for d in t.shape)
-            if op == "matmul" and rank == 2:  # axis 0 is the left operand's rows
-                if pos == 0 and len(shape) == 2 and shape[0] == length:
-                    sliced.append(True)
-                    continue
-                if pos == 1:
-                    sliced.append(False)
-                    continue
-                return None
             if len(shape) < rank or shape[0] == 1:
                 sliced.append(False)
             elif shape[0] == length:
@@ -133,8 +117,11 @@ def region_step(step, kdef, params: dict, in_types: list, out_types: list, lengt
             return None
         pieces[(lo, hi)] = (made.fn, tuple(made.extra))
     repack = 0
-    if op in ("linear", "fused_linear", "matmul_t") and len(in_types) > 1 and in_types[1]:
-        repack = int(math.prod(int(d) for d in in_types[1].shape))
+    if tr.cost is not None:
+        try:
+            repack = int(tr.cost(in_types, out_types, dict(params)).packs)
+        except Exception:  # noqa: BLE001 - a cost function that cannot judge: no repack
+            repack = 0
     return RegionStep(OUT, tuple(sliced), pieces, repack=repack)
 
 
@@ -196,22 +183,18 @@ def _view_step(node, params, types, out, length, spans):
     x = types[0] if types else None
     if x is None or not x.shape or int(x.shape[0]) != length or len(types) != 1:
         return None
-    if node.op in RESHAPES:
+    tr = traits(node.op)
+    if tr.view == "reshape":
         pieces = {(lo, hi): (operator.methodcaller("reshape", (hi - lo,) + out[1:]), ())
                   for lo, hi in spans}
         return RegionStep(VIEW, (True,), pieces)
-    if node.op in PERMUTES:
+    if tr.view == "permute" and tr.permutation is not None:
         rank = len(x.shape)
         try:
-            if node.op == "transpose":
-                perm = list(range(rank))
-                a, b = int(params["axis0"]) % rank, int(params["axis1"]) % rank
-                perm[a], perm[b] = perm[b], perm[a]
-            else:
-                perm = [int(a) % rank for a in params["axes"]]
+            perm = list(tr.permutation(dict(params), rank))
         except (KeyError, TypeError, ValueError, ZeroDivisionError):
             return None
-        if perm[0] != 0 or sorted(perm) != list(range(rank)):
+        if not perm or perm[0] != 0 or sorted(perm) != list(range(rank)):
             return None
         fn = operator.methodcaller("transpose", tuple(perm))
         return RegionStep(VIEW, (True,), {span: (fn, ()) for span in spans})
@@ -226,5 +209,4 @@ def _rows(t, lo: int, hi: int):
     return TensorType(t.dtype, shape)
 
 
-__all__ = ["RegionStep", "region_step", "column_step", "ColumnPiece", "bounds", "ELEMENTWISE",
-           "BATCH_MAJOR"]
+__all__ = ["RegionStep", "region_step", "column_step", "ColumnPiece", "bounds", "traits"]

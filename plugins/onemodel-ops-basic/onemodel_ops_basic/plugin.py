@@ -9,16 +9,23 @@ import attrs
 
 from onemodel.registry import hookimpl
 
-from . import elementwise, factory, index, linalg, reduce, shape
+from . import elementwise, factory, gather_nd, index, linalg, matmul_t, reduce, shape
+from .passes import PASSES
 
 from .onnx_mapping import ONNX
 
 
 def all_ops():
-    ops = (*elementwise.OPS, *linalg.OPS, *shape.OPS, *index.OPS, *reduce.OPS, *factory.OPS)
+    ops = (*elementwise.OPS, *linalg.OPS, *shape.OPS, *index.OPS, *reduce.OPS, *factory.OPS,
+           *matmul_t.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 
 @hookimpl
 def onemodel_ops():
     return all_ops()
+
+
+@hookimpl
+def onemodel_passes():
+    return PASSES

@@ -9,21 +9,27 @@ import attrs
 
 from onemodel.registry import hookimpl
 
-from . import (activation, attention, conv, ctc, dropout, embedding, hard, linear, losses, norm,
-               pool)
+from . import (activation, attention, conv, ctc, dropout, embedding, fused, hard, linear, losses,
+               norm, pool)
+from .passes import PASSES
 
 from .onnx_mapping import ONNX
 
 
 def all_ops():
     ops = (*linear.OPS, *conv.OPS, *pool.OPS, *norm.OPS, *activation.OPS, *dropout.OPS,
-           *embedding.OPS, *attention.OPS, *losses.OPS, *ctc.OPS, *hard.OPS)
+           *embedding.OPS, *attention.OPS, *losses.OPS, *ctc.OPS, *hard.OPS, *fused.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 
 @hookimpl
 def onemodel_ops():
     return all_ops()
+
+
+@hookimpl
+def onemodel_passes():
+    return PASSES
 
 
 from .module_hooks import onemodel_modules  # noqa: E402,F401  (layers for om.nn)
