@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import weakref
 from typing import Mapping, Union
 
 from ..errors import OneModelError
@@ -33,10 +34,16 @@ def _short(d) -> str:
 class _Atom:
     """A leaf of a monomial: a symbol name, or an opaque ``a//b`` / ``a%b``."""
 
-    __slots__ = ("key", "op", "a", "b")
+    __slots__ = ("key", "op", "a", "b", "__weakref__")
 
     def __init__(self, key: str, op: str | None = None, a: "Dim | None" = None, b: DimLike = 0):
         self.key, self.op, self.a, self.b = key, op, a, b
+
+    def __copy__(self):
+        return self  # immutable, and interned by key
+
+    def __deepcopy__(self, memo):
+        return self
 
     def evaluate(self, env: Mapping[str, int]) -> int:
         if self.op is None:
@@ -55,24 +62,39 @@ class _Atom:
         return a // b if self.op == "//" else a % b
 
 
-_ATOMS: dict[str, _Atom] = {}
+#: the interned atoms by key. Weak: an atom lives as long as a Dim (or another atom) uses it, so
+#: sizes parsed from refused files, or from models no longer referenced, leave nothing behind
+_ATOMS: "weakref.WeakValueDictionary[str, _Atom]" = weakref.WeakValueDictionary()
 
 
-def _atom(key: str, op: str | None = None, a=None, b=0) -> _Atom:
+def _atom_dim(key: str, op: str | None = None, a=None, b=0) -> "Dim":
+    """The Dim of one atom, interning the atom (the Dim keeps it alive)."""
     atom = _ATOMS.get(key)
     if atom is None:
         atom = _ATOMS[key] = _Atom(key, op, a, b)
-    return atom
+    return Dim({(atom.key,): 1})  # ``atom`` is alive here, so Dim() finds it
 
 
 class Dim:
     """A symbolic size. Build with ``Dim.symbol("batch")`` and arithmetic; never bool-able."""
 
-    __slots__ = ("terms", "_hash")
+    __slots__ = ("terms", "_hash", "_atoms")
 
     def __init__(self, terms: dict[tuple[str, ...], int]):
         self.terms = tuple(sorted((m, c) for m, c in terms.items() if c != 0))
         self._hash = hash(self.terms)
+        # strong references to the atoms named in ``terms`` (the table only holds weak ones);
+        # they are alive now: every key comes from an operand or from `_atom_dim`
+        self._atoms = tuple(_ATOMS[k] for k in {k for m, _ in self.terms for k in m})
+
+    def __copy__(self):
+        return self  # immutable
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return (_parse_dim, (str(self),))
 
     # -- construction ----------------------------------------------------------------------
     @staticmethod
@@ -80,8 +102,7 @@ class Dim:
         if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
             raise SymbolicError(f"a symbolic axis name must be an identifier (not a Python "
                                 f"keyword, so the printed size parses back), got {name!r:.80}")
-        _atom(name)
-        return Dim({(name,): 1})
+        return _atom_dim(name)
 
     @staticmethod
     def parse(text: str) -> DimLike:
@@ -173,7 +194,7 @@ class Dim:
         if q is not None:
             return q._norm()
         key = f"({_wrap(self)}//{_wrap(o._norm())})"
-        return Dim({(_atom(key, "//", self, o._norm()).key,): 1})
+        return _atom_dim(key, "//", self, o._norm())
 
     def __rfloordiv__(self, other: DimLike) -> DimLike:
         return Dim._of(other) // self
@@ -182,10 +203,12 @@ class Dim:
         if not isinstance(other, (int, Dim)):
             return NotImplemented
         o = Dim._of(other)
+        if o._norm() == 0:
+            raise SymbolicError(f"modulo of {self} by zero")
         if self._exact_div(o) is not None:
             return 0
         key = f"({_wrap(self)}%{_wrap(o._norm())})"
-        return Dim({(_atom(key, "%", self, o._norm()).key,): 1})
+        return _atom_dim(key, "%", self, o._norm())
 
     def __rmod__(self, other: DimLike) -> DimLike:
         return Dim._of(other) % self
@@ -257,17 +280,35 @@ def provably_nonneg(value: DimLike) -> bool:
     """Whether ``value >= 0`` for every size of its symbols, knowing only that a symbolic axis
     is at least 1 and that ``//``, ``%``, ``min`` and ``max`` of sizes are at least 0. A
     sufficient test (False means "not proven", not "negative")."""
+    return _nonneg(value, 4)
+
+
+def _nonneg(value: DimLike, depth: int) -> bool:
     if not isinstance(value, Dim):
         return int(value) >= 0
-    low = 0
+    low, ok = 0, True
     for m, c in value.terms:
         if m == ():
             low += c
         elif c < 0:
-            return False
+            ok = False
         elif all(_ATOMS[k].op is None for k in m):
             low += c  # a product of axes is at least 1
-    return low >= 0
+    if ok:
+        return low >= 0
+    if depth == 0:
+        return False
+    # one negative term bounded from above: b*(a//b) <= a, min(a, b) <= a (and <= b)
+    for m, c in value.terms:
+        if c >= 0 or len(m) != 1 or _ATOMS[m[0]].op is None:
+            continue
+        atom = _ATOMS[m[0]]
+        rest = value - Dim({m: c})
+        if atom.op == "//" and not isinstance(atom.b, Dim) and atom.b >= 1:
+            return _nonneg(rest * atom.b + atom.a * c, depth - 1)
+        if atom.op == "min":
+            return _nonneg(rest + atom.a * c, depth - 1) or _nonneg(rest + atom.b * c, depth - 1)
+    return False
 
 
 def _extremum(op: str, a: DimLike, b: DimLike) -> DimLike:
@@ -282,7 +323,7 @@ def _extremum(op: str, a: DimLike, b: DimLike) -> DimLike:
         a, b, sa, sb = b, a, sb, sa                                 # and min(b, a); ints last
     key = f"{op}({sa}, {sb})"
     first = Dim._of(a)
-    return Dim({(_atom(key, op, first, b).key,): 1})
+    return _atom_dim(key, op, first, b)
 
 
 def _wrap(v: DimLike) -> str:
@@ -299,6 +340,8 @@ def _from_ast(node, text: str) -> DimLike:
         return -_from_ast(node.operand, text)
     if isinstance(node, ast.BinOp):
         a, b = _from_ast(node.left, text), _from_ast(node.right, text)
+        if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and not isinstance(b, Dim) and b == 0:
+            raise SymbolicError(f"symbolic size {text!r:.200} divides by zero")
         ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
                ast.FloorDiv: lambda: a // b if isinstance(a, Dim) or isinstance(b, Dim) else a // b,
                ast.Mod: lambda: a % b}
@@ -311,6 +354,10 @@ def _from_ast(node, text: str) -> DimLike:
         return Dim.min(a, b) if node.func.id == "min" else Dim.max(a, b)
     raise SymbolicError(f"malformed symbolic size {text!r}: only integers, names, + - * // % "
                         f"and min(a, b) / max(a, b) are allowed")
+
+
+def _parse_dim(text: str) -> DimLike:
+    return Dim.parse(text)
 
 
 def is_symbolic(value: object) -> bool:
