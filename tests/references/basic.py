@@ -272,7 +272,22 @@ def _copy(x, src):
     return np.broadcast_to(np.asarray(src), x.shape).astype(x.dtype)
 
 
+def gather_nd(x, indices, batch_dims=0):
+    """Loop over every index tuple (ONNX's definition)."""
+    b = batch_dims
+    batch_shape = x.shape[:b]
+    k = indices.shape[-1]
+    rows = []
+    for bi in np.ndindex(*batch_shape):
+        sub_idx = indices[bi].reshape(-1, k)
+        for t in sub_idx:
+            rows.append(x[bi + tuple(int(v) for v in t)])
+    out = np.array(rows)
+    return out.reshape(indices.shape[:-1] + x.shape[b + k:])
+
+
 REFERENCES = {
+    "gather_nd": gather_nd,
     "add": _binary(lambda a, b: a + b),
     "sub": _binary(lambda a, b: a - b),
     "mul": _binary(lambda a, b: a * b),

@@ -678,7 +678,20 @@ def _import_identity(ctx, node):
     return [ctx.emit("identity", [node.inputs[0]])]
 
 
+def _export_gather_nd(ctx, node):
+    x, idx = ctx.inputs(node)
+    t = ctx.input_types(node)[1]
+    ctx.make_node("GatherND", [x, ctx.cast(idx, t.dtype, DType.I64)], ctx.outputs(node),
+                  batch_dims=int(node.params["batch_dims"]))
+
+
+def _import_gather_nd(ctx, node):
+    return [ctx.emit("gather_nd", [node.inputs[0], node.inputs[1]],
+                     batch_dims=int(node.attr("batch_dims", 0)))]
+
+
 ONNX = {
+    "gather_nd": OnnxSpec(export=_export_gather_nd, imports={"GatherND": _import_gather_nd}),
     "add": OnnxSpec(export=_bool_or("Add", "Or"),
                     imports={"Add": import_binary("add"), "Sum": import_variadic("add"),
                              "Or": _import_logical("add", "Or")}),

@@ -17,7 +17,7 @@ from .onnx_mapping import ONNX
 
 def all_ops():
     ops = (*elementwise.OPS, *linalg.OPS, *shape.OPS, *index.OPS, *reduce.OPS, *factory.OPS,
-           *matmul_t.OPS)
+           *matmul_t.OPS, *gather_nd.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 
