@@ -71,13 +71,24 @@ def require(left: DimLike, right: DimLike, reason: str) -> None:
 @contextlib.contextmanager
 def collect() -> Iterator[list]:
     """Collect the guards inference states inside the block (nested blocks collect separately)."""
-    previous = getattr(_sink, "guards", None)
     bucket: list = []
-    _sink.guards = bucket
+    previous = start(bucket)
     try:
         yield bucket
     finally:
-        _sink.guards = previous
+        stop(previous)
+
+
+def start(bucket: list):
+    """`collect` without a context manager, for the tracer's per-op path: returns the bucket
+    to restore with `stop`."""
+    previous = getattr(_sink, "guards", None)
+    _sink.guards = bucket
+    return previous
+
+
+def stop(previous) -> None:
+    _sink.guards = previous
 
 
 def check(guards, env: Mapping[str, int]) -> None:

@@ -356,12 +356,15 @@ class Tracer:
         graph_params = {k: self._symbolize(v, op.params[k].kind) for k, v in params.items()}
         in_names = [None if t is None else self._value_of(t) for t in inputs]
         types = [None if n is None else self.builder.values[n].type for n in in_names]
-        with guards.collect() as stated:
-            try:
-                out_types = infer(op, types, graph_params)
-            except OneModelError as exc:
-                raise TraceException(f"ops.{op.name} cannot be recorded with symbolic shapes: "
-                                     f"{exc}{_where()}{self.int_notes(noted)}") from exc
+        stated: list = []
+        previous = guards.start(stated)
+        try:
+            out_types = infer(op, types, graph_params)
+        except OneModelError as exc:
+            raise TraceException(f"ops.{op.name} cannot be recorded with symbolic shapes: "
+                                 f"{exc}{_where()}{self.int_notes(noted)}") from exc
+        finally:
+            guards.stop(previous)
         source = tracing_hooks.user_frame()
         for g in stated:
             if not g.holds(self.env):
