@@ -193,13 +193,11 @@ def _accuracy_of(run, x: np.ndarray, y: np.ndarray, batch_size: int = 500) -> fl
 
 
 def _median_ms(fn, repeat: int) -> float:
-    fn()  # warm-up (plans are compiled on first use)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(times))
+    """Median milliseconds, timed as ``onemodel bench`` times (3 warm-up calls first: plans
+    are compiled on first use)."""
+    from .tools.bench import time_calls
+
+    return 1e3 * time_calls(fn, runs=repeat, warmup=3).median
 
 
 def deploy(model: om.nn.NnModule, data: Dataset, out_dir: str, repeat: int = 30) -> list[dict]:
@@ -223,7 +221,8 @@ def deploy(model: om.nn.NnModule, data: Dataset, out_dir: str, repeat: int = 30)
             return model(Tensor.from_numpy(x)).numpy()
 
     # each way of running gets its session only while it is measured, so a threaded
-    # backend's idle workers never share the cores with the next measurement
+    # backend's idle workers never share the cores with the next measurement; every session
+    # has its backend's default threads (BLAS bounded inside run), as in `onemodel bench`
     sources = (("traced", traced), ("reloaded .onemodel", om.load(om_path)),
                ("reloaded .onnx", om.load_onnx(onnx_path)))
     runners = [("eager", "-", lambda: (eager, None))]
@@ -246,6 +245,7 @@ def deploy(model: om.nn.NnModule, data: Dataset, out_dir: str, repeat: int = 30)
     for label, backend, start in runners:
         run, session = start()
         rows.append({"model": label, "backend": backend,
+                     "threads": getattr(session, "threads", None),
                      "accuracy": _accuracy_of(run, data.x_test, data.y_test),
                      "batch 1 ms": _median_ms(lambda: run(x1), repeat),
                      "batch 64 ms": _median_ms(lambda: run(x64), max(repeat // 3, 3))})
@@ -266,6 +266,11 @@ def print_table(rows: list[dict]) -> None:
               f"{r['batch 64 ms']:>8.3f}ms {eager_64 / r['batch 64 ms']:>7.1f}x")
     same = len({round(r["accuracy"], 6) for r in rows}) == 1
     print(f"accuracy equal everywhere: {'yes' if same else 'NO'}")
+    used = {r["backend"]: r["threads"] for r in rows if r.get("threads") is not None}
+    if used:
+        from .tools.bench import settings_note
+
+        print(settings_note(used))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,12 +7,13 @@ import sys
 import tempfile
 
 from ._models import CliInputError, load_model
-from ._table import render
+from ._table import render, wrap_text
 
 EPILOG = """examples:
-  onemodel bench model.onemodel                          numpy and threaded, batch 1
+  onemodel bench model.onemodel            numpy and threaded, batch 1
   onemodel bench model.onnx --backend threaded --batch 64 --threads 2
-  onemodel bench model.onemodel --runs 100 --dim seq=128  other symbolic axes set by name
+  onemodel bench model.onemodel --runs 100 --dim seq=128
+                                           other symbolic axes set by name
 
 Feeds are random: floats standard normal, integers in [0, 4), booleans half true. A symbolic
 axis that is axis 0 of an input is a batch axis and takes --batch; every other symbolic axis
@@ -20,10 +21,9 @@ takes 16 unless --dim NAME=SIZE says otherwise. Each backend runs --warmup times
 --runs times timed; the table gives the median and the 10th/90th percentiles per run, and each
 median relative to the fastest. When onnxruntime is installed the model also runs there (with 1
 and with --threads intra-op threads, every graph optimisation on); a .onemodel file is exported
-to ONNX for it first. BLAS is held to one thread for the whole run (threadpoolctl), as in
-the benchmark suite: the numpy backend is single-threaded, the threaded backend's threads are
-its own pool (a multi-threaded BLAS call would leave a BLAS thread spinning on a core for
-seconds, slowing every row after it).
+to ONNX for it first. Each session runs with its own thread setting, as in `make demo` and the
+benchmark suite: --threads N for every backend, else each backend's default (numpy 1,
+threaded every core), BLAS bounded inside each run; the output says which.
 """
 
 
@@ -41,14 +41,18 @@ def add_parser(sub):
     p.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE",
                    help="size of another symbolic axis (repeatable; default 16)")
     p.add_argument("--threads", type=int, default=None, metavar="N",
-                   help="threads for the threaded backend and ONNX Runtime "
-                        "(default: the number of CPUs)")
+                   help="threads of every session (BLAS included) and of ONNX Runtime's "
+                        "second row (default: each backend's own, numpy 1 and threaded "
+                        "every core; ONNX Runtime every core)")
     p.add_argument("--runs", type=int, default=20, metavar="N",
                    help="timed runs per backend (default 20)")
     p.add_argument("--warmup", type=int, default=3, metavar="N",
                    help="untimed runs first (default 3)")
-    p.add_argument("--optimization", default="all", choices=("none", "basic", "all"))
+    p.add_argument("--optimization", default="all", choices=("none", "basic", "all"),
+                   help="graph passes before timing: none, basic (safe clean-ups) or all "
+                        "(fusions too; default)")
     p.add_argument("--no-ort", action="store_true", help="skip ONNX Runtime")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return p
 
 
@@ -66,26 +70,6 @@ def _positive(name: str, value: int | None, allow_zero: bool = False) -> None:
     if value is not None and (value < 0 or (value == 0 and not allow_zero)):
         raise CliInputError(f"{name} must be {'>= 0' if allow_zero else 'positive'}, "
                             f"got {value}")
-
-
-class _NoLimit:
-    def close(self) -> None:
-        pass
-
-
-def _one_blas_thread():
-    """BLAS held to one thread until ``.close()`` (nothing to do without threadpoolctl)."""
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover - threadpoolctl comes with the threaded backend
-        return _NoLimit()
-    limiter = ThreadpoolController().limit(limits=1, user_api="blas")
-
-    class _Limit:
-        def close(self) -> None:
-            limiter.restore_original_limits()
-
-    return _Limit()
 
 
 class Progress:
@@ -122,8 +106,9 @@ class Progress:
 
 def run(args) -> int:
     import onemodel as om
+    from ..core.threads import cores
     from ..tools.bench import (axis_sizes, format_seconds, onnxruntime_version, ort_runner,
-                               random_feeds, time_calls)
+                               random_feeds, session_label, settings_note, time_calls)
 
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
     if not backends:
@@ -138,7 +123,7 @@ def run(args) -> int:
     _positive("--warmup", args.warmup, allow_zero=True)
     _positive("--threads", args.threads)
     dims = _dims(args.dim)
-    threads = args.threads or os.cpu_count() or 1
+    threads = args.threads or cores()
     traced = load_model(args.file)
     graph = traced.graph
     env = axis_sizes(graph, args.batch, dims)
@@ -150,20 +135,33 @@ def run(args) -> int:
     progress = Progress(stages)
     rows: list[tuple[str, object]] = []
     notes: list[str] = []
-    blas = _one_blas_thread()
+    used: dict[str, int] = {}
     try:
         for b in backends:
             progress.stage(b)
-            options = {"threads": threads} if b == "threaded" else {}
             with om.Session(traced, backend=b, optimization=args.optimization,
-                            **options) as s:
-                rows.append((b, time_calls(lambda: s.run(feeds), args.runs, args.warmup,
-                                           progress.update)))
+                            threads=args.threads) as s:
+                used[b] = s.threads
+                rows.append((session_label(s), time_calls(lambda: s.run(feeds), args.runs,
+                                                          args.warmup, progress.update)))
         if ort_threads:
             with tempfile.TemporaryDirectory() as tmp:
                 path = args.file
                 if not args.file.lower().endswith(".onnx"):
                     path = os.path.join(tmp, "model.onnx")
+    if args.json:
+        import json
+
+        best = min(t.median for _, t in rows)
+        print(json.dumps({
+            "file": args.file, "runs": args.runs, "warmup": args.warmup,
+            "optimization": args.optimization, "threads": args.threads, "axes": env,
+            "feeds": {name: {"shape": list(a.shape), "dtype": str(a.dtype)}
+                      for name, a in feeds.items()},
+            "results": [{"backend": name, "median_s": t.median, "p10_s": t.p10, "p90_s": t.p90,
+                         "vs_fastest": t.median / best} for name, t in rows],
+            "notes": notes}, indent=2))
+        return 0
                     try:
                         traced.save_onnx(path)
                     except Exception as exc:  # noqa: BLE001 - report and keep our rows
@@ -182,7 +180,6 @@ def run(args) -> int:
                                      f"{str(exc).splitlines()[0] if str(exc) else ''}")
     finally:
         progress.finish()
-        blas.close()
 
     shapes = ", ".join(f"{name} {tuple(a.shape)} {a.dtype}" for name, a in feeds.items())
     sizes = ", ".join(f"{k}={v}" for k, v in env.items())

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 
@@ -20,7 +21,16 @@ def add_parser(sub):
                    help="an input from a .npy file (repeat for several inputs)")
     p.add_argument("--output-dir", help="write each output to DIR/NAME.npy")
     p.add_argument("--backend", default="numpy", help="backend name (default: numpy)")
-    p.add_argument("--optimization", default="all", choices=("none", "basic", "all"))
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="the most threads the run may use, BLAS included (default: the "
+                        "backend's own: numpy 1, threaded every core)")
+    p.add_argument("--optimization", default="all", choices=("none", "basic", "all"),
+                   help="graph passes before running: none, basic (safe clean-ups) or all "
+                        "(fusions too; default)")
+    p.add_argument("--cast", action="store_true",
+                   help="convert an input of another kind to the model's dtype (a float file "
+                        "for an int input); float64 to float32 and other casts within a kind "
+                        "happen without it, with a note")
     return p
 
 
@@ -43,6 +53,43 @@ def read_feeds(specs: list[str]) -> dict[str, np.ndarray]:
     return feeds
 
 
+def cast_feeds(feeds: dict[str, np.ndarray], inputs, allow: bool) -> list[str]:
+    """Feeds converted in place to the dtypes the model takes; returns one note per cast,
+    saying whether values changed. Within a kind (numpy's float64 default for an f32 input)
+    the cast is automatic; across kinds (float to int) only with ``allow`` (--cast)."""
+    notes = []
+    for info in inputs:
+        a = feeds.get(info.name)
+        if a is None:
+            continue  # the session names a missing input
+        want = info.dtype.numpy
+        if a.dtype == want:
+            continue
+        if a.dtype.kind not in "biuf":
+            raise CliInputError(f"--input {info.name}: the file holds {a.dtype} values; the "
+                                f"model takes {info.dtype} ({want})")
+        if not (allow or np.can_cast(a.dtype, want, casting="same_kind")):
+            raise CliInputError(f"--input {info.name}: the model takes {info.dtype} ({want}), "
+                                f"the file holds {a.dtype}; pass --cast to convert it (values "
+                                f"may change)")
+        with np.errstate(all="ignore"):
+            b = a.astype(want)
+            back = b.astype(a.dtype)
+        same = np.array_equal(back, a, equal_nan=a.dtype.kind == "f")
+        if same:
+            how = "no value changed"
+        else:
+            changed = int(np.count_nonzero(~((back == a) | (np.isnan(a) & np.isnan(back))
+                                             if a.dtype.kind == "f" else back == a)))
+            how = f"lossy: {changed} of {a.size} values changed"
+            if a.dtype.kind in "fiu" and np.all(np.isfinite(b.astype(np.float64))):
+                diff = np.abs(back.astype(np.float64) - a.astype(np.float64))
+                how += f", by up to {np.nanmax(diff):.3g}"
+        notes.append(f"input {info.name!r}: {a.dtype} cast to {info.dtype} ({how})")
+        feeds[info.name] = b
+    return notes
+
+
 def summary(a: np.ndarray) -> str:
     if a.size == 0:
         return "empty"
@@ -55,7 +102,10 @@ def summary(a: np.ndarray) -> str:
 def run(args) -> int:
     traced = load_model(args.file)
     feeds = read_feeds(args.input)
-    with traced.create_session(backend=args.backend, optimization=args.optimization) as session:
+    with traced.create_session(backend=args.backend, optimization=args.optimization,
+                               threads=args.threads) as session:
+        for note in cast_feeds(feeds, session.inputs, args.cast):
+            print(f"note: {note}", file=sys.stderr)
         outputs = session.run(feeds)
         for name, t in outputs.items():
             a = t.numpy()

@@ -1,5 +1,10 @@
-"""Timing helpers shared by ``onemodel bench`` and benchmarks/: random feeds for a graph's
-inputs, a timer with warm-up and percentiles, ONNX Runtime sessions with a thread count.
+"""Timing helpers shared by ``onemodel bench``, ``make demo`` and benchmarks/: random feeds for
+a graph's inputs, a timer with warm-up and percentiles, ONNX Runtime sessions with a thread
+count, and the words that say which thread settings a measurement ran with.
+
+All three measure a session the same way: created with its ``threads`` option (None: the
+backend's default), which bounds BLAS inside every run, and nothing else changed; so their
+numbers agree. Eager code runs with the process's own BLAS setting (`blas_threads`).
 """
 from __future__ import annotations
 
@@ -158,6 +163,33 @@ def parallel_capacity(seconds: float = 0.15) -> float:
     return seq / (time.perf_counter() - t0)
 
 
+def threads_text(n: int) -> str:
+    return f"{n} thread{'' if n == 1 else 's'}"
+
+
+def session_label(session) -> str:
+    """``"numpy (1 thread)"``: a session's backend and the threads its runs may use."""
+    return f"{session.backend} ({threads_text(session.threads)})"
+
+
+def blas_threads() -> int | None:
+    """The BLAS threads code outside sessions gets now (None when no BLAS was found)."""
+    from ..core.threads import BLAS
+
+    counts = [lib.get() for lib in BLAS.libs()]
+    return max((c for c in counts if c), default=None)
+
+
+def settings_note(sessions: dict[str, int]) -> str:
+    """One line stating the thread settings of a measurement: ``sessions`` maps backend name
+    to its sessions' ``threads``."""
+    parts = ", ".join(f"{b} threads={n}" for b, n in sessions.items())
+    blas = blas_threads()
+    eager = f"eager code: BLAS {threads_text(blas)}" if blas else "eager code: no BLAS found"
+    return (f"threads: {parts} (BLAS bounded inside each run); {eager} (the process's "
+            f"setting, untouched)")
+
+
 def format_seconds(s: float) -> str:
     us = s * 1e6
     if us >= 1e6:
@@ -168,4 +200,5 @@ def format_seconds(s: float) -> str:
 
 
 __all__ = ["DEFAULT_DIM", "Timing", "time_calls", "axis_sizes", "random_feeds", "ort_runner",
-           "onnxruntime_version", "parallel_capacity", "format_seconds"]
+           "onnxruntime_version", "parallel_capacity", "format_seconds", "threads_text",
+           "session_label", "blas_threads", "settings_note"]
