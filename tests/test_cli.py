@@ -39,7 +39,7 @@ def test_help_everywhere(command):
 
 def test_ops_table_and_markdown():
     code, out, _ = cli("ops")
-    assert code == 0 and "relu" in out and "onemodel-ops-basic" in out and "traceable" in out
+    assert code == 0 and "relu" in out and "onemodel-ops-basic" in out and "trace" in out
     code, md, _ = cli("ops", "--markdown")
     assert code == 0 and md.startswith("| op |") and "| ctc_loss |" in md
 

@@ -7,18 +7,21 @@ import importlib
 import sys
 
 from ..errors import OneModelError
+from ._help import HelpFormatter
 
 COMMANDS = ("ops", "plugins", "info", "show", "convert", "run", "bench")
 
 EPILOG = """examples:
-  onemodel ops                         the registry as a table
-  onemodel ops --markdown              the same table in Markdown (for the docs)
-  onemodel plugins                     installed plugins, what they add, load errors
-  onemodel info model.onemodel         inputs, outputs, op counts, parameters
-  onemodel show model.onemodel --dot   the graph for Graphviz
+  onemodel ops                        the registry as a table
+  onemodel ops layer_norm             one op in detail (--json for programs)
+  onemodel plugins                    installed plugins, what they add, errors
+  onemodel info model.onemodel        inputs, outputs, op counts, parameters
+  onemodel show model.onemodel --dot  the graph for Graphviz
   onemodel convert model.onemodel model.onnx
   onemodel run model.onemodel --input input=x.npy --output-dir out/
   onemodel bench model.onemodel --backend numpy,threaded --batch 64
+
+Each command's --help has more, with examples.
 """
 
 
@@ -26,12 +29,20 @@ class CliError(OneModelError):
     """Bad command-line input (wrong extension, malformed argument)."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """Every command's parser: examples and lists in its help keep their lines."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["formatter_class"] = HelpFormatter
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="onemodel", description="Inspect, convert, run and benchmark OneModel models.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="onemodel",
+                     description="Inspect, convert, run and benchmark OneModel models.",
+                     epilog=EPILOG)
     parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
         try:
             mod = importlib.import_module(f"{__name__}.cmd_{name}")

@@ -11,7 +11,7 @@ import os
 import zipfile
 
 from ..core.symbolic import Dim
-from ._table import render
+from ._table import render, wrap_text
 
 
 def add_parser(sub):
@@ -79,10 +79,47 @@ def describe(path: str) -> dict:
     }
 
 
+def describe_any(path: str) -> dict:
+    """`describe`, or what the file itself says when an op's plugin is missing (a OneModel
+    file) or an ONNX op has no import rule (``"loaded": false`` and what is missing)."""
+    from ..errors import OneModelError
+    from . import _info_raw
+
+    try:
+        return {**describe(path), "loaded": True}
+    except OneModelError as exc:
+        if path.lower().endswith(".onnx"):
+            from ..formats.onnx_import import OnnxUnsupportedError
+
+            if isinstance(exc, OnnxUnsupportedError):
+                return _info_raw.describe_onnx(path, str(exc).strip().splitlines()[0])
+            raise
+        missing = _info_raw.missing_ops_onemodel(path)
+        if not missing:
+            raise
+        return _info_raw.describe_onemodel(path, missing)
+
+
+def _missing_line(d: dict) -> str:
+    if "missing_ops" in d:
+        parts = []
+        for op, who in sorted(d["missing_ops"].items()):
+            if who.get("distribution"):
+                by = f"distribution {who['distribution']} {who.get('version') or ''}".strip()
+            elif who.get("plugin"):
+                by = f"plugin {who['plugin']!r}, registered at run time"
+            else:
+                by = "an unrecorded plugin"
+            parts.append(f"{op} (from {by})")
+        return ("cannot load it here: no installed plugin provides " + "; ".join(parts)
+                + ". Install it to load, run or convert the model; what the file says:")
+    return f"cannot load it here: {d['not_loaded_because']}; what the file says:"
+
+
 def run(args) -> int:
     if not os.path.exists(args.file):
         raise FileNotFoundError(2, "No such file", args.file)
-    d = describe(args.file)
+    d = describe_any(args.file)
     if args.json:
         print(json.dumps(d, indent=2))
         return 0
@@ -93,7 +130,9 @@ def run(args) -> int:
         head += f" opset {d['opset']}"
     if d.get("producer"):
         head += f", written by {d['producer']}"
-    print(head)
+    print(wrap_text(head, " " * 4))
+    if not d["loaded"]:
+        print(wrap_text(_missing_line(d)))
 
     def io_rows(items):
         return [[x["name"], x["dtype"], "[" + ", ".join(map(str, x["shape"])) + "]"]
@@ -103,10 +142,12 @@ def run(args) -> int:
     print(render(["name", "dtype", "shape"], io_rows(d["inputs"])))
     print("\noutputs:")
     print(render(["name", "dtype", "shape"], io_rows(d["outputs"])))
-    print(f"\nsymbolic axes: {', '.join(d['symbolic_axes']) or '(none)'}")
+    print("\n" + wrap_text(f"symbolic axes: {', '.join(d['symbolic_axes']) or '(none)'}",
+                           " " * 4))
     print(f"\nnodes: {d['nodes']}")
     print(render(["op", "count"], [[k, v] for k, v in
                                    sorted(d["ops"].items(), key=lambda kv: (-kv[1], kv[0]))]))
-    print(f"\nparameters: {d['parameters']:,} values, {_human(d['parameter_bytes'])} "
-          f"({d['parameter_bytes']:,} bytes) in {d['initializers']} initializers")
+    print("\n" + wrap_text(f"parameters: {d['parameters']:,} values, "
+                           f"{_human(d['parameter_bytes'])} ({d['parameter_bytes']:,} bytes) in "
+                           f"{d['initializers']} initializers", " " * 4))
     return 0

@@ -13,10 +13,20 @@ def add_parser(sub):
                                    "other plugins, and any error met while loading it.",
                        epilog="example: onemodel plugins")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return p
 
 
 def run(args) -> int:
+    if args.json:
+        import json
+
+        print(json.dumps([{"plugin": i.name, "distribution": i.distribution, "version": i.version,
+                           "contributes": {k: list(v) for k, v in sorted(i.contributes.items())},
+                           "overrides": list(i.overrides),
+                           "errors": [str(e).splitlines()[0] for e in i.errors]}
+                          for i in registry.plugins()], indent=2))
+        return 0
     rows = []
     for info in registry.plugins():
         contributes = "; ".join(f"{k}: {len(v)}" for k, v in sorted(info.contributes.items()))
