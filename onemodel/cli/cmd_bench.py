@@ -149,19 +149,6 @@ def run(args) -> int:
                 path = args.file
                 if not args.file.lower().endswith(".onnx"):
                     path = os.path.join(tmp, "model.onnx")
-    if args.json:
-        import json
-
-        best = min(t.median for _, t in rows)
-        print(json.dumps({
-            "file": args.file, "runs": args.runs, "warmup": args.warmup,
-            "optimization": args.optimization, "threads": args.threads, "axes": env,
-            "feeds": {name: {"shape": list(a.shape), "dtype": str(a.dtype)}
-                      for name, a in feeds.items()},
-            "results": [{"backend": name, "median_s": t.median, "p10_s": t.p10, "p90_s": t.p90,
-                         "vs_fastest": t.median / best} for name, t in rows],
-            "notes": notes}, indent=2))
-        return 0
                     try:
                         traced.save_onnx(path)
                     except Exception as exc:  # noqa: BLE001 - report and keep our rows
@@ -181,11 +168,24 @@ def run(args) -> int:
     finally:
         progress.finish()
 
+    if args.json:
+        import json
+
+        best = min(t.median for _, t in rows)
+        print(json.dumps({
+            "file": args.file, "runs": args.runs, "warmup": args.warmup,
+            "optimization": args.optimization, "threads": args.threads, "axes": env,
+            "feeds": {name: {"shape": list(a.shape), "dtype": str(a.dtype)}
+                      for name, a in feeds.items()},
+            "results": [{"backend": name, "median_s": t.median, "p10_s": t.p10, "p90_s": t.p90,
+                         "vs_fastest": t.median / best} for name, t in rows],
+            "notes": notes}, indent=2))
+        return 0
     shapes = ", ".join(f"{name} {tuple(a.shape)} {a.dtype}" for name, a in feeds.items())
     sizes = ", ".join(f"{k}={v}" for k, v in env.items())
     print(f"{os.path.basename(args.file)}: {shapes}" + (f" ({sizes})" if sizes else ""))
-    print(f"{args.runs} runs after {args.warmup} warm-up, optimization={args.optimization}, "
-          f"threads={threads}")
+    print(f"{args.runs} runs after {args.warmup} warm-up, optimization={args.optimization}")
+    print(wrap_text(settings_note(used), " " * 4))
     best = min(t.median for _, t in rows)
     table = [[name, format_seconds(t.median), format_seconds(t.p10), format_seconds(t.p90),
               f"{t.median / best:.2f}x"] for name, t in rows]
