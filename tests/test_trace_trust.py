@@ -438,3 +438,14 @@ def test_guards_survive_onnx_export_and_import(tmp_path):
     assert [g.text for g in loaded.graph.guards] == ["seq <= 10"]
     with pytest.raises(SessionError, match="seq <= 10"):
         loaded.create_session().run({"input": randn(2, 11, 8)})
+
+
+def test_record_time_reshape_refusal_names_the_int_line_and_axis():
+    # 6 columns cannot make rows of 4: refused while recording, and the 4 (equal to the example
+    # batch) is named with its line, in case the batch was meant
+    with pytest.raises(TraceException, match=r"ops\.reshape (cannot be recorded|fails on the example)") as info:
+        om.trace(lambda x: x.reshape(x.shape[0], 4, -1), randn(4, 6), "batch", None)
+    text = str(info.value)
+    assert "the int 4 passed to ops.reshape at" in text and "test_trace_trust.py" in text
+    assert "axis 'batch'" in text
+    assert_thread_is_clean()

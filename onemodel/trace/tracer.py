@@ -370,7 +370,14 @@ class Tracer:
             if not g.holds(self.env):
                 self.refuse(f"ops.{op.name}", f"it needs {g.text} ({g.reason}), which does not "
                             f"hold at the example sizes")
-        results = eager(op, inputs, kernel_params)
+        try:
+            results = eager(op, inputs, kernel_params)
+        except OneModelError as exc:
+            notes = self.int_notes(noted)
+            if not notes:
+                raise
+            raise TraceException(f"ops.{op.name} fails on the example: {exc}{_where()}{notes}"
+                                 ) from exc
         multi = isinstance(results, tuple)
         outs = results if multi else (results,)
         out_types = tuple(out_types) if isinstance(out_types, (tuple, list)) else (out_types,)
