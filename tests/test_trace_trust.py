@@ -449,3 +449,45 @@ def test_record_time_reshape_refusal_names_the_int_line_and_axis():
     assert "the int 4 passed to ops.reshape at" in text and "test_trace_trust.py" in text
     assert "axis 'batch'" in text
     assert_thread_is_clean()
+
+
+def test_aborted_trace_keeps_no_eager_tensor_alive():
+    import weakref
+
+    tracer = om.Tracer()
+    x = tracer.input("x", randn(4, 3), "batch", None)
+    with pytest.raises(TraceException):
+        x.sum().item()
+    refs = []
+    for i in range(20):                                  # eager work after the failure
+        t = randn(64, 64, seed=i)
+        refs.append(weakref.ref(t))
+        (t @ t).relu()
+    del t
+    gc.collect()
+    assert all(r() is None for r in refs)
+    assert len(tracer.builder.nodes) <= 2                # nothing recorded after the abort
+
+
+def test_threads_trace_at_once_without_touching_each_other():
+    errors, results = [], {}
+    barrier = threading.Barrier(3)
+
+    def work(k):
+        try:
+            barrier.wait()
+            for i in range(10):
+                model = om.trace(lambda v: v * float(k) + float(i), randn(4, 3), "batch", None)
+                results[(k, i)] = model(Tensor.ones(F32, 2, 3)).numpy()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for (k, i), got in results.items():
+        np.testing.assert_allclose(got, np.full((2, 3), k + i, np.float32))
+    assert len(results) == 30
