@@ -6,7 +6,6 @@ changes behaviour: op application, reading data, in-place changes, factories and
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 import weakref
@@ -62,18 +61,25 @@ def suspended():
         _state.tracer = previous
 
 
-def _internal(filename: str) -> bool:
-    norm = filename.replace(os.sep, "/")
-    return ("/onemodel/" in norm or "/onemodel_" in norm or "/pluggy/" in norm
-            or "/attrs/" in norm or norm.startswith("<frozen") or "/contextlib.py" in norm
-            or "/numpy/" in norm)
+#: Top-level packages whose frames are never "the user's line": OneModel, its plugins
+#: (``onemodel_*``) and the libraries between them and user code.
+INTERNAL_PACKAGES = frozenset({"onemodel", "pluggy", "attr", "attrs", "numpy", "contextlib",
+                               "importlib", "_frozen_importlib", "_frozen_importlib_external"})
+
+
+def _internal(module: str) -> bool:
+    """Whether a frame of module ``module`` (its ``__name__``) is OneModel's or a library's.
+    Decided by module name, not file path: a user's script may live under a folder called
+    ``onemodel`` (its frames are ``__main__`` or the user's own modules)."""
+    root = module.partition(".")[0]
+    return root in INTERNAL_PACKAGES or root.startswith("onemodel_")
 
 
 def user_frame() -> str | None:
     """``file:line`` of the innermost frame outside OneModel and its plugins, or None."""
     frame = sys._getframe(1)
     while frame is not None:
-        if not _internal(frame.f_code.co_filename):
+        if not _internal(frame.f_globals.get("__name__") or ""):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return None
