@@ -35,11 +35,11 @@ The `ImportContext` ``ctx``:
     Raise `OnnxUnsupportedError` naming the node: the file uses something OneModel cannot
     represent (an attribute value, a dtype, a mode).
 
-Before the rules run, two decomposed patterns that exporters emit are fused back: erf-based GELU
-(``x * 0.5 * (1 + erf(x / sqrt(2)))``) into ``Gelu``, and the ReduceMean/Sub/Pow/ReduceMean/
-Add/Sqrt/Div layer norm into ``LayerNormalization``. Symbolic ``dim_param`` axes of the graph
-inputs become symbolic sizes of the same names; ``Shape``/``Gather``/``Concat``... chains over them
-are evaluated symbolically, so a ``Reshape`` to ``[batch, -1]`` imports as ``reshape`` with a
+Each ONNX node becomes the OneModel ops it names, nothing more: decomposed patterns exporters emit
+(erf-based GELU, the ReduceMean/Sub/Pow/... layer norm, MatMul + Add) are recognised afterwards by
+the plugins' passes marked ``on_load``, which `from_onnx` runs on the imported graph (`recognise`).
+Symbolic ``dim_param`` axes of the graph inputs become symbolic sizes of the same names;
+``Shape``/``Gather``/``Concat``... chains over them are evaluated symbolically, so a ``Reshape`` to ``[batch, -1]`` imports as ``reshape`` with a
 symbolic shape param.
 """
 from __future__ import annotations
@@ -58,6 +58,7 @@ from ..core.graph import Graph, Node, Value
 from ..core.symbolic import Dim, SymbolicError, contains_symbolic
 from ..core.types import TensorType
 from ..errors import FormatError, GraphError, OneModelError
+from ..passes import optimize_on_load
 from .onnx_checks import check_model
 from .onnx_fold import fold, statically_constant
 
@@ -619,277 +620,6 @@ def _try_symbolic(ctx: ImportContext, node: OnnxNode):
 
 
 # ----------------------------------------------------------------------------------------------
-# fusing decomposed patterns back into single ONNX nodes
-# ----------------------------------------------------------------------------------------------
-class _Pattern:
-    """Index over a node list: producers, consumer counts and constant values."""
-
-    def __init__(self, nodes: list[OnnxNode], consts: Mapping[str, np.ndarray], outputs: set):
-        self.nodes = nodes
-        self.consts = consts
-        self.graph_outputs = outputs
-        self.producer = {o: n for n in nodes for o in n.outputs if o}
-        self.uses: dict[str, int] = {}
-        for n in nodes:
-            for i in n.inputs:
-                if i:
-                    self.uses[i] = self.uses.get(i, 0) + 1
-
-    def const(self, name: str):
-        if name in self.consts:
-            return self.consts[name]
-        n = self.producer.get(name)
-        if n is not None and n.op_type == "Constant" and "value" in n.attrs:
-            return n.attrs["value"]
-        if n is not None and n.op_type == "Constant" and "value_float" in n.attrs:
-            return np.array(n.attrs["value_float"], dtype=np.float32)
-        return None
-
-    def scalar(self, name: str):
-        c = self.const(name)
-        if c is None or c.size != 1 or c.dtype.kind not in "fiu":
-            return None
-        v = c.reshape(-1)[0]
-        return float(str(v)) if c.dtype.kind == "f" else float(v)  # 1e-05, not 9.99999974e-06
-
-    def private(self, name: str, uses: int = 1) -> bool:
-        """Used exactly ``uses`` times and not a graph output (safe to fuse away)."""
-        return self.uses.get(name, 0) == uses and name not in self.graph_outputs
-
-    def prod(self, name: str, op_type: str):
-        n = self.producer.get(name)
-        return n if n is not None and n.op_type == op_type else None
-
-    def operands(self, node: OnnxNode, scalar_value: float, tol: float = 1e-4):
-        """For a binary node with one scalar operand ~= value: the other operand's name."""
-        a, b = node.inputs[0], node.inputs[1]
-        for x, c in ((a, b), (b, a)):
-            s = self.scalar(c)
-            if s is not None and abs(s - scalar_value) <= tol * max(1.0, abs(scalar_value)):
-                return x
-        return None
-
-
-def _fuse_gelu(p: _Pattern, erf: OnnxNode):
-    """erf(x/sqrt2) -> +1 -> *x -> *0.5 (any association) => Gelu(x)."""
-    u = erf.inputs[0]
-    if not p.private(u):
-        return None
-    scale = p.producer.get(u)
-    if scale is None:
-        return None
-    if scale.op_type == "Div":
-        s = p.scalar(scale.inputs[1])
-        if s is None or abs(s - math.sqrt(2)) > 1e-3:
-            return None
-        x = scale.inputs[0]
-    elif scale.op_type == "Mul":
-        x = p.operands(scale, 1 / math.sqrt(2), 1e-3)
-        if x is None:
-            return None
-    else:
-        return None
-    e = erf.outputs[0]
-    adds = [n for n in p.nodes if n.op_type == "Add" and e in n.inputs]
-    if len(adds) != 1 or not p.private(e):
-        return None
-    add = adds[0]
-    if p.operands(add, 1.0) != e:
-        return None
-    a = add.outputs[0]
-    if not p.private(a):
-        return None
-    muls = [n for n in p.nodes if n.op_type == "Mul" and a in n.inputs]
-    if len(muls) != 1:
-        return None
-    m1 = muls[0]
-    other = m1.inputs[1] if m1.inputs[0] == a else m1.inputs[0]
-    used = [scale, erf, add, m1]
-    if other == x:
-        # (x * (1 + erf)) * 0.5
-        h = m1.outputs[0]
-        if not p.private(h):
-            return None
-        m2s = [n for n in p.nodes if n.op_type == "Mul" and h in n.inputs]
-        if len(m2s) != 1 or p.operands(m2s[0], 0.5) != h:
-            return None
-        used.append(m2s[0])
-        out = m2s[0].outputs[0]
-    else:
-        # ((x * 0.5) * (1 + erf))  or  (x * ((1 + erf) * 0.5))
-        half = p.prod(other, "Mul")
-        if half is not None and p.operands(half, 0.5) == x and p.private(other):
-            used.append(half)
-            out = m1.outputs[0]
-        elif p.operands(m1, 0.5) == a:
-            h = m1.outputs[0]
-            if not p.private(h):
-                return None
-            m2s = [n for n in p.nodes if n.op_type == "Mul" and h in n.inputs]
-            if len(m2s) != 1:
-                return None
-            m2 = m2s[0]
-            if (m2.inputs[1] if m2.inputs[0] == h else m2.inputs[0]) != x:
-                return None
-            used.append(m2)
-            out = m2.outputs[0]
-        else:
-            return None
-    fused = OnnxNode("Gelu", [x], [out], {"approximate": "none"}, name=erf.name or "gelu")
-    return fused, used
-
-
-def _fuse_layer_norm(p: _Pattern, sub: OnnxNode):
-    """mean -> sub -> pow 2 -> mean -> +eps -> sqrt -> div [-> *gamma -> +beta] =>
-    LayerNormalization."""
-    x, m = sub.inputs
-    rm = p.prod(m, "ReduceMean")
-    if rm is None or rm.inputs[0] != x or not p.private(m):
-        return None
-    axes = rm.attrs.get("axes")
-    if axes is None and len(rm.inputs) > 1 and rm.inputs[1]:
-        c = p.const(rm.inputs[1])
-        axes = None if c is None else [int(v) for v in c.reshape(-1)]
-    if not axes or rm.attrs.get("keepdims", 1) != 1:
-        return None
-    d = sub.outputs[0]
-    if p.uses.get(d, 0) != 2 or d in p.graph_outputs:
-        return None
-    users = [n for n in p.nodes if d in n.inputs]
-    sq = next((n for n in users if (n.op_type == "Pow" and n.inputs[0] == d
-                                    and p.scalar(n.inputs[1]) == 2.0)
-               or (n.op_type == "Mul" and n.inputs[0] == d and n.inputs[1] == d)), None)
-    div = next((n for n in users if n.op_type == "Div" and n.inputs[0] == d), None)
-    if sq is None or div is None:
-        return None
-    rm2 = [n for n in p.nodes if n.op_type == "ReduceMean" and sq.outputs[0] in n.inputs]
-    if len(rm2) != 1 or not p.private(sq.outputs[0]):
-        return None
-    rm2 = rm2[0]
-    axes2 = rm2.attrs.get("axes")
-    if axes2 is None and len(rm2.inputs) > 1 and rm2.inputs[1]:
-        c = p.const(rm2.inputs[1])
-        axes2 = None if c is None else [int(v) for v in c.reshape(-1)]
-    if axes2 != axes or not p.private(rm2.outputs[0]):
-        return None
-    add = [n for n in p.nodes if n.op_type == "Add" and rm2.outputs[0] in n.inputs]
-    if len(add) != 1:
-        return None
-    add = add[0]
-    eps_name = add.inputs[1] if add.inputs[0] == rm2.outputs[0] else add.inputs[0]
-    eps = p.scalar(eps_name)
-    if eps is None or not p.private(add.outputs[0]):
-        return None
-    sqrt = p.prod(div.inputs[1], "Sqrt")
-    if sqrt is None or sqrt.inputs[0] != add.outputs[0] or not p.private(sqrt.outputs[0]):
-        return None
-    used = [rm, sub, sq, rm2, add, sqrt, div]
-    out = div.outputs[0]
-    scale = bias = ""
-    if p.private(out):
-        mul = [n for n in p.nodes if n.op_type == "Mul" and out in n.inputs]
-        if mul:
-            g = mul[0].inputs[1] if mul[0].inputs[0] == out else mul[0].inputs[0]
-            if p.const(g) is not None:
-                used.append(mul[0])
-                scale = g
-                out = mul[0].outputs[0]
-                if p.private(out):
-                    badd = [n for n in p.nodes if n.op_type == "Add" and out in n.inputs]
-                    if badd:
-                        b = badd[0].inputs[1] if badd[0].inputs[0] == out else badd[0].inputs[0]
-                        if p.const(b) is not None:
-                            used.append(badd[0])
-                            bias = b
-                            out = badd[0].outputs[0]
-    # LayerNormalization normalizes the trailing axes [axis, rank): the axes must be those
-    axes_sorted = sorted(axes)
-    if any(a >= 0 for a in axes_sorted) and any(a < 0 for a in axes_sorted):
-        return None
-    fused = OnnxNode("LayerNormalization", [x, scale, bias], [out],
-                     {"epsilon": float(eps), "_axes": axes_sorted}, name=sub.name or "layer_norm")
-    return fused, used
-
-
-def _fuse_linear(p: _Pattern, mm: OnnxNode):
-    """MatMul(x, W^T) [+ b] with a constant 2-D weight (as exporters write a linear layer on an
-    N-D input) => one Gemm-like node, which imports as ``linear``."""
-    if len(mm.inputs) != 2 or p.const(mm.inputs[0]) is not None:
-        return None
-    x, b = mm.inputs
-    used = [mm]
-    w = p.const(b)
-    trans_b = 0
-    if w is None:
-        t = p.prod(b, "Transpose")
-        if t is None or not p.private(b):
-            return None
-        w = p.const(t.inputs[0])
-        if w is None or w.ndim != 2 or t.attrs.get("perm", [1, 0]) != [1, 0]:
-            return None
-        b, trans_b = t.inputs[0], 1
-        used.append(t)
-    if w.ndim != 2 or w.dtype.kind != "f":
-        return None
-    out_features = w.shape[0] if trans_b else w.shape[1]
-    out = mm.outputs[0]
-    bias = ""
-    if p.private(out):
-        adds = [n for n in p.nodes if n.op_type == "Add" and out in n.inputs]
-        if len(adds) == 1:
-            other = adds[0].inputs[1] if adds[0].inputs[0] == out else adds[0].inputs[0]
-            c = p.const(other)
-            if c is not None and c.ndim == 1 and c.shape[0] == out_features and \
-                    c.dtype == w.dtype:
-                bias = other
-                used.append(adds[0])
-                out = adds[0].outputs[0]
-    fused = OnnxNode("Gemm", [x, b, bias], [out], {"transB": trans_b},
-                     name=mm.name or "linear")
-    return fused, used
-
-
-def fuse_patterns(nodes: list[OnnxNode], consts: Mapping[str, np.ndarray],
-                  graph_outputs: set) -> list[OnnxNode]:
-    """Replace the decomposed patterns (erf GELU, layer norm, MatMul+Add linear) by single
-    nodes. Each node is tried once as a pattern's anchor."""
-    tried: list[OnnxNode] = []  # kept alive so their ids stay unique
-    tried_ids: set[int] = set()
-    while True:
-        p = _Pattern(nodes, consts, graph_outputs)
-        for n in nodes:
-            if id(n) in tried_ids:
-                continue
-            tried.append(n)
-            tried_ids.add(id(n))
-            found = None
-            try:
-                if n.op_type == "Erf":
-                    found = _fuse_gelu(p, n)
-                elif n.op_type == "Sub" and len(n.inputs) == 2:
-                    found = _fuse_layer_norm(p, n)
-                elif n.op_type == "MatMul":
-                    found = _fuse_linear(p, n)
-            except (IndexError, KeyError, TypeError, ValueError, AttributeError):
-                found = None  # a malformed node is no pattern; its own import rule reports it
-            if found is None:
-                continue
-            fused, used = found
-            ids = {id(u) for u in used}
-            last = max(i for i, m in enumerate(nodes) if id(m) in ids)
-            out = []
-            for i, m in enumerate(nodes):
-                if i == last:
-                    out.append(fused)
-                if id(m) not in ids:
-                    out.append(m)
-            nodes = out
-            break
-        else:
-            return nodes
-
-
-# ----------------------------------------------------------------------------------------------
 def claimed_rules() -> dict[str, list[tuple[str, Callable]]]:
     """ONNX op type -> [(op name, rule)] from every installed op record."""
     from ..registry import REGISTRY
@@ -1081,7 +811,6 @@ def from_onnx(model, label: str = "<model>") -> Graph:
         attrs = {a.name: _attr_value(onnx, a, where(label_n)) for a in n.attribute}
         nodes.append(OnnxNode(n.op_type, list(n.input), list(n.output), attrs, n.name,
                               n.domain))
-    nodes = fuse_patterns(nodes, consts, {o.name for o in g.output})
 
     rules = claimed_rules()
     foldable = statically_constant(nodes, set(consts))
@@ -1215,7 +944,13 @@ def _finish(ctx: ImportContext, outputs, rename: dict[str, str], label: str) -> 
         graph.verify()
     except GraphError as exc:
         raise OnnxImportError(f"{label}: the imported graph is invalid: {exc}") from exc
-    return graph
+    return recognise(graph)
+
+
+def recognise(graph: Graph) -> Graph:
+    """The graph after the passes that recognise decomposed patterns (``PassDef.on_load``:
+    GELU, layer norm, MatMul + Add...), so an imported file reads as the ops it spells out."""
+    return optimize_on_load(graph)
 
 
 __all__ = ["load_onnx", "from_onnx", "ImportContext", "OnnxNode", "OnnxImportError",

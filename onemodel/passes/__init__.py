@@ -18,6 +18,7 @@ from typing import Iterable, Sequence
 from ..core.graph import Graph
 from ..errors import ArgumentError, GraphError, OneModelError
 from ..registry.records import PassDef
+from . import dead_code
 
 LEVELS = ("none", "basic", "all")
 _INCLUDED = {"none": (), "basic": ("basic",), "all": ("basic", "all")}
@@ -91,4 +92,23 @@ def optimize(graph: Graph, level: str = "all", disabled: Sequence[str] = (), *,
     return graph
 
 
-__all__ = ["LEVELS", "PassError", "passes_for", "run_pass", "optimize"]
+def optimize_on_load(graph: Graph, max_rounds: int = 10) -> Graph:
+    """The graph after the passes marked ``on_load`` (the recognisers of decomposed patterns),
+    then dead-code elimination, repeated to a fixed point; ONNX import runs it."""
+    from ..registry import REGISTRY
+
+    table = REGISTRY.tables().passes
+    pipeline = sorted((p for p in table.values() if p.on_load), key=lambda p: (p.order, p.name))
+    if not pipeline:
+        return graph
+    pipeline.append(dead_code.PASS)
+    for _ in range(max_rounds):
+        before = _signature(graph)
+        for p in pipeline:
+            graph = run_pass(p, graph, verify=True)
+        if _signature(graph) == before:
+            break
+    return graph
+
+
+__all__ = ["LEVELS", "PassError", "passes_for", "run_pass", "optimize", "optimize_on_load"]

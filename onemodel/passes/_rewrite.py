@@ -125,7 +125,9 @@ def scalar_value(arr: np.ndarray | None) -> float | None:
     first = flat[0]
     if arr.size > 1 and not np.all(flat == first):
         return None
-    return float(first)
+    # the shortest decimal that round-trips in the array's own precision: a float32 1e-5 reads
+    # as 1e-05, not 9.99999974e-06
+    return float(str(first)) if arr.dtype.kind == "f" else float(first)
 
 
 def freeze(value: Any):

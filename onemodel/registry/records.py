@@ -326,7 +326,8 @@ class BackendDef:
 
 @attrs.frozen(kw_only=True)
 class PassDef:
-    """A graph pass: ``run(graph) -> graph``; runs at ``level`` ("basic" or "all") and above."""
+    """A graph pass: ``run(graph) -> graph``; runs at ``level`` ("basic" or "all") and above.
+    ``on_load=True``: ONNX import runs it too (a recogniser of a pattern exporters decompose)."""
 
     name: str
     level: str = attrs.field(validator=attrs.validators.in_(("basic", "all")))
@@ -334,6 +335,7 @@ class PassDef:
     order: int = 100
     doc: str = ""
     provider: str | None = None
+    on_load: bool = False  # also run by ONNX import: it recognises a pattern exporters decompose
     override: bool = False
 
 

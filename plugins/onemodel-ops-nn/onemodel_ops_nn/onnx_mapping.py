@@ -281,13 +281,7 @@ def _import_layer_norm(ctx, node):
     x = node.inputs[0]
     shape = ctx.type(x).shape
     r = len(shape)
-    if "_axes" in node.attrs:  # fused from the decomposed pattern
-        axes = sorted(a % r for a in node.attrs["_axes"])
-        if axes != list(range(r - len(axes), r)):
-            ctx.unsupported(f"layer norm over non-trailing axes {axes}")
-        axis = r - len(axes)
-    else:
-        axis = node.attr("axis", -1) % r
+    axis = node.attr("axis", -1) % r
     ns = tuple(shape[axis:])
     scale = node.input(1) or None
     bias = node.input(2) or None

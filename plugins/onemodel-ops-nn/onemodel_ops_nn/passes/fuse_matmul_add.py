@@ -75,5 +75,5 @@ def _bias_follows(m) -> bool:
 FUSE = PatternMatcher([(BIASED, _biased),
                        (P("matmul", [P.var("x"), P.const("w")]), _unbiased)])
 
-PASS = PassDef(name="fuse_matmul_add", level="all", run=FUSE.rewrite, order=10,
+PASS = PassDef(name="fuse_matmul_add", level="all", run=FUSE.rewrite, order=10, on_load=True,
                doc="matmul by a constant weight (+ a constant bias) -> linear.")

@@ -60,5 +60,5 @@ def _gelu(m):
 
 GELU = PatternMatcher([(P(("mul", "div")), _gelu)])
 
-PASS = PassDef(name="recognize_gelu", level="all", run=GELU.rewrite, order=5,
+PASS = PassDef(name="recognize_gelu", level="all", run=GELU.rewrite, order=5, on_load=True,
                doc="0.5*x*(1+erf(x/sqrt2)) or the tanh form -> gelu.")

@@ -65,5 +65,5 @@ def _layer_norm(m):
 
 LAYER_NORM = PatternMatcher([(NORMALIZED, _layer_norm)])
 
-PASS = PassDef(name="recognize_layer_norm", level="all", run=LAYER_NORM.rewrite, order=5,
+PASS = PassDef(name="recognize_layer_norm", level="all", run=LAYER_NORM.rewrite, order=5, on_load=True,
                doc="mean/sub/var/sqrt/div over the last axis (+ weight, bias) -> layer_norm.")
