@@ -30,6 +30,7 @@ import attrs
 import numpy as np
 
 from ..errors import OneModelError
+from . import fp_errors
 from .graph import Graph, Node, live_nodes
 from .interpreter import node_error
 from .symbolic import evaluate, evaluate_nested
@@ -82,7 +83,8 @@ class CompiledGraph:
 
     ``run(feeds, env, output_names)`` takes validated numpy feeds and the sizes bound to the
     symbolic axes (the Session checks both) and returns fresh arrays by output name. While it
-    runs, BLAS may use at most ``blas_threads`` threads (`onemodel.core.threads.BLAS`).
+    runs, BLAS may use at most ``blas_threads`` threads (`onemodel.core.threads.BLAS`), and
+    numpy's floating-point warnings follow `fp_errors.setting` (ignored unless asked for).
     """
 
     def __init__(self, graph: Graph, backend: str, kernels: Mapping[str, Any],
@@ -90,6 +92,7 @@ class CompiledGraph:
         from ..registry import REGISTRY
 
         self.blas_threads = int(blas_threads)
+        self.fp_errors = fp_errors.setting()
         self.graph = graph
         self.backend = backend
         self.kernels = dict(kernels)
@@ -124,7 +127,8 @@ class CompiledGraph:
         plan = self.plan(env, output_names)
         token = BLAS.enter(self.blas_threads)
         try:
-            return plan.run(feeds)
+            with np.errstate(all=self.fp_errors):
+                return plan.run(feeds)
         finally:
             BLAS.exit(token)
 

@@ -12,6 +12,8 @@ import os
 import queue
 import threading
 
+import numpy as np
+
 
 class Pool:
     """``workers`` daemon threads taking ``(fn, arg)`` offers from one queue."""
@@ -34,14 +36,17 @@ class Pool:
             self._started = True
 
     def post(self, fn, arg) -> None:
-        self._queue.put((fn, arg))
+        """Offer ``fn(arg)``; it runs under the poster's numpy error state (a session's
+        floating-point warnings setting holds on every worker, as on the calling thread)."""
+        self._queue.put((fn, arg, np.geterr()))
 
     def _loop(self) -> None:
         get = self._queue.get
         while True:
-            fn, arg = get()
+            fn, arg, err = get()
             try:
-                fn(arg)
+                with np.errstate(**err):
+                    fn(arg)
             except BaseException:  # noqa: BLE001 - the work records its own errors
                 pass
 
