@@ -79,7 +79,7 @@ class PyStep:
     node: Node
     kernel: Any
     params: dict
-    inputs: list    # per input: None | ("py", name) | ("loc", Loc) | ("const", array)
+    inputs: list    # per input: None | ("py" | "feed", name) | ("loc", Loc) | ("const", array)
     outputs: list   # per output: ("py", name) | ("loc", Loc)
     provider: str | None = None
 
@@ -319,6 +319,8 @@ class Lowering:
                 ins.append(("loc", self.locs[v]))
             elif v in self.consts:
                 ins.append(("const", self.consts[v]))
+            elif v in self.feeds:
+                ins.append(("feed", v))
             else:
                 ins.append(("py", v))
         outs = []

@@ -79,7 +79,7 @@ class NativePlan:
                     if failed >= 0:
                         self._native_failure(seg, failed, bufs, py, feeds)
                 else:
-                    self._py_step(seg, bufs, py)
+                    self._py_step(seg, bufs, py, feeds)
             result = {}
             for name, (kind, what), o, t in zip(self.output_names, self.fetch, outs,
                                                 self.out_types):
@@ -97,7 +97,7 @@ class NativePlan:
         finally:
             self._idle.append(arena)
 
-    def _py_step(self, st: PyStep, bufs, py) -> None:
+    def _py_step(self, st: PyStep, bufs, py, feeds) -> None:
         args = []
         for spec in st.inputs:
             if spec is None:
@@ -106,6 +106,8 @@ class NativePlan:
                 args.append(_view(bufs, spec[1]))
             elif spec[0] == "const":
                 args.append(spec[1])
+            elif spec[0] == "feed":
+                args.append(feeds[spec[1]])
             else:
                 args.append(py[spec[1]])
         try:

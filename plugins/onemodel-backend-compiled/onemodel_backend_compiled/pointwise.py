@@ -34,12 +34,21 @@ class VMBuilder:
         self.consts: list[float] = []
         self.nreg = 0
         self._loaded: dict[str, int] = {}
+        self.temps: set[int] = set()   # registers holding a result read once (reusable)
+        self.pinned: set[int] = set()  # read again later (a formula's inputs)
+        self._free: list[int] = []
 
     def reg(self) -> int:
+        if self._free:
+            return self._free.pop()
         if self.nreg >= MAXREG:
             raise Unsupported("too many registers")
         self.nreg += 1
         return self.nreg - 1
+
+    def _consume(self, r: int) -> bool:
+        """Whether ``r`` was a temporary now read for the last time (so it may be reused)."""
+        return r in self.temps and r not in self.pinned
 
     def load(self, value: str) -> int:
         if value in self._loaded:
@@ -58,12 +67,22 @@ class VMBuilder:
         self.consts.append(float(x))
         r = self.reg()
         self.code.append((CONST, r, len(self.consts) - 1, 0))
+        self.temps.add(r)
         return r
 
-    def op(self, opc: int, a: int, b: int = 0, dst: int | None = None) -> int:
-        d = self.reg() if dst is None else dst
-        self.code.append((opc, d, a, b))
-        return d
+    def op(self, opc: int, a: int, b: int | None = None, dst: int | None = None) -> int:
+        """``dst = opc(a, b)``; the VM reads both operands before writing, so the result may
+        reuse a temporary operand's register."""
+        spent = [r for r in dict.fromkeys((a, b)) if r is not None and self._consume(r)]
+        if dst is None:
+            dst = spent.pop(0) if spent else self.reg()
+        for r in spent:
+            if r != dst:
+                self.temps.discard(r)
+                self._free.append(r)
+        self.code.append((opc, dst, a, 0 if b is None else b))
+        self.temps.add(dst)
+        return dst
 
     def finish(self, result: int) -> None:
         """Make ``result`` the last register written (the VM stores the last one)."""

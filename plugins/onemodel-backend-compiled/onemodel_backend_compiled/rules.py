@@ -238,6 +238,8 @@ def conv_rule(lw: Lowering, node, params):
     x, w, b = (list(node.inputs) + [None])[:3]
     if w not in lw.consts or not lw.is_f32(x) or (b is not None and not lw.is_f32(b)):
         raise Unsupported("run-time weight")
+    if set(params) - {"stride", "padding", "dilation", "groups", "activation"}:
+        raise Unsupported("conv options")
     W = np.asarray(lw.consts[w])
     if W.ndim != 4 or len(lw.shape(x)) != 4:
         raise Unsupported("conv rank")
@@ -267,6 +269,11 @@ def pool_rule(opcode):
         x, out = node.inputs[0], node.outputs[0]
         if len(lw.shape(x)) != 4:
             raise Unsupported("pool rank")
+        if _pair(params.get("dilation", 1), "dilation") != (1, 1) or params.get("ceil_mode") \
+                or not params.get("count_include_pad", True) \
+                or set(params) - {"kernel_size", "stride", "padding", "dilation", "ceil_mode",
+                                  "count_include_pad"}:
+            raise Unsupported("pool options")
         kh, kw = _pair(params["kernel_size"], "kernel_size")
         stride = params.get("stride")
         sh, sw = _pair(stride if stride not in (None, ()) else (kh, kw), "stride")
@@ -360,7 +367,11 @@ def _step(lw: Lowering, vm: VMBuilder, op_name: str, params, regs):
         tree = _formula_of(lw, op_name, params)
         if tree is None:
             raise
-        return formula_code(vm, tree, dict(zip(names, regs)))
+        vm.pinned.update(regs)  # a formula may read an input more than once
+        try:
+            return formula_code(vm, tree, dict(zip(names, regs)))
+        finally:
+            vm.pinned.difference_update(regs)
 
 
 def pointwise_rule(lw: Lowering, node, params):

@@ -9,6 +9,8 @@ typedef float SFX(v8) __attribute__((vector_size(32)));
 
 static inline V8 SFX(ld8)(const float *p) { V8 v; memcpy(&v, p, 32); return v; }
 static inline void SFX(st8)(float *p, V8 v) { memcpy(p, &v, 32); }
+/* a broadcast from memory (x + 0 would cost an add: -0.0 + 0 is not -0.0) */
+static inline V8 SFX(bc)(float x) { return (V8){x, x, x, x, x, x, x, x}; }
 
 /* sum of n floats with 8 partial sums (a fixed order, unlike -ffast-math) */
 static float SFX(sum)(const float *x, long n) {
@@ -32,16 +34,29 @@ static void SFX(store_tile)(const float *tile, int mr, int nr, long m0, long n0,
                             long ldc, const SFX(Epi) *e) {
     for (int r = 0; r < mr; r++) {
         float *c = C + (m0 + r) * ldc + n0;
-        const float *t = tile + r * 16;
-        const float *res = e->resid ? e->resid + (m0 + r) * e->ldr + n0 : NULL;
-        float rb = e->bias_mode == 2 ? e->bias[m0 + r] : 0.0f;
-        for (int j = 0; j < nr; j++) {
-            float v = t[j];
-            if (e->bias_mode == 1) v += e->bias[n0 + j];
-            else v += rb;
-            if (res) v += res[j];
-            c[j] = om_act(e->act, v);
+        float v[16];
+        memcpy(v, tile + r * 16, sizeof v);
+        if (e->bias_mode == 1) {
+            const float *b = e->bias + n0;
+            for (int j = 0; j < nr; j++) v[j] += b[j];
+        } else if (e->bias_mode == 2) {
+            float rb = e->bias[m0 + r];
+            for (int j = 0; j < 16; j++) v[j] += rb;
         }
+        if (e->resid) {
+            const float *res = e->resid + (m0 + r) * e->ldr + n0;
+            for (int j = 0; j < nr; j++) v[j] += res[j];
+        }
+        switch (e->act) {
+        case ACT_NONE: break;
+        case ACT_RELU: for (int j = 0; j < 16; j++) v[j] = om_relu(v[j]); break;
+        case ACT_SIGMOID: for (int j = 0; j < 16; j++) v[j] = om_sigmoid(v[j]); break;
+        case ACT_TANH: for (int j = 0; j < 16; j++) v[j] = om_tanh(v[j]); break;
+        case ACT_GELU: for (int j = 0; j < 16; j++) v[j] = om_gelu(v[j]); break;
+        case ACT_GELU_TANH: for (int j = 0; j < 16; j++) v[j] = om_gelu_tanh(v[j]); break;
+        }
+        if (nr == 16) memcpy(c, v, sizeof v);
+        else memcpy(c, v, nr * sizeof(float));
     }
 }
 
@@ -54,12 +69,12 @@ static void SFX(ukr6x16)(long K, const float *a0, const float *a1, const float *
         V8 b0 = SFX(ld8)(bp), b1 = SFX(ld8)(bp + 8);
         bp += 16;
         V8 a;
-        a = (V8){0} + a0[k]; c00 += a * b0; c01 += a * b1;
-        a = (V8){0} + a1[k]; c10 += a * b0; c11 += a * b1;
-        a = (V8){0} + a2[k]; c20 += a * b0; c21 += a * b1;
-        a = (V8){0} + a3[k]; c30 += a * b0; c31 += a * b1;
-        a = (V8){0} + a4[k]; c40 += a * b0; c41 += a * b1;
-        a = (V8){0} + a5[k]; c50 += a * b0; c51 += a * b1;
+        a = SFX(bc)(a0[k]); c00 += a * b0; c01 += a * b1;
+        a = SFX(bc)(a1[k]); c10 += a * b0; c11 += a * b1;
+        a = SFX(bc)(a2[k]); c20 += a * b0; c21 += a * b1;
+        a = SFX(bc)(a3[k]); c30 += a * b0; c31 += a * b1;
+        a = SFX(bc)(a4[k]); c40 += a * b0; c41 += a * b1;
+        a = SFX(bc)(a5[k]); c50 += a * b0; c51 += a * b1;
     }
     SFX(st8)(tile + 0, c00); SFX(st8)(tile + 8, c01);
     SFX(st8)(tile + 16, c10); SFX(st8)(tile + 24, c11);
@@ -79,7 +94,7 @@ static void SFX(gemv)(long K, long N, const float *a, const float *Bp, float *C,
         long ps = 16 * K;
         V8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0}, s6 = {0}, s7 = {0};
         for (long k = 0; k < K; k++) {
-            V8 av = (V8){0} + a[k];
+            V8 av = SFX(bc)(a[k]);
             const float *p = b + 16 * k;
             s0 += av * SFX(ld8)(p);          s1 += av * SFX(ld8)(p + 8);
             s2 += av * SFX(ld8)(p + ps);     s3 += av * SFX(ld8)(p + ps + 8);
@@ -98,12 +113,12 @@ static void SFX(gemv)(long K, long N, const float *a, const float *Bp, float *C,
         V8 s0 = {0}, s1 = {0}, t0 = {0}, t1 = {0};
         long k = 0;
         for (; k + 2 <= K; k += 2) {
-            V8 av = (V8){0} + a[k], aw = (V8){0} + a[k + 1];
+            V8 av = SFX(bc)(a[k]), aw = SFX(bc)(a[k + 1]);
             s0 += av * SFX(ld8)(b + 16 * k); s1 += av * SFX(ld8)(b + 16 * k + 8);
             t0 += aw * SFX(ld8)(b + 16 * k + 16); t1 += aw * SFX(ld8)(b + 16 * k + 24);
         }
         for (; k < K; k++) {
-            V8 av = (V8){0} + a[k];
+            V8 av = SFX(bc)(a[k]);
             s0 += av * SFX(ld8)(b + 16 * k); s1 += av * SFX(ld8)(b + 16 * k + 8);
         }
         SFX(st8)(tile, s0 + t0); SFX(st8)(tile + 8, s1 + t1);
