@@ -10,10 +10,8 @@ import numpy as np
 import pytest
 
 import onemodel as om
-from onemodel.core.dispatch import bind, infer
-from onemodel.core.graph import GraphBuilder
+from onemodel import testing
 from onemodel.core.interpreter import run_graph
-from onemodel.core.types import TensorType
 
 from . import session_models as models
 
@@ -108,48 +106,18 @@ def _sample_cases():
 def _sample_graph(op, sample, rng):
     """A graph applying ``op`` to the sample, each input randomly a feed or a constant, then a
     random elementwise tail on float outputs (so the fusions have something to do)."""
-    flat = []
-    for a in sample.args:
-        flat.extend(a if isinstance(a, list) else [a])
-    tensors = [None if a is None else om.Tensor.from_numpy(np.asarray(a)) for a in flat]
-    if op.variadic:
-        inputs, params = bind(op, (tensors,), dict(sample.params))
-    else:  # sample args are in kernel order: pass them by input name
-        names = [i.rstrip("?*") for i in op.inputs]
-        inputs, params = bind(op, (), {**dict(zip(names, tensors)), **dict(sample.params)})
-    if op.trace_refusal(params):
-        return None
-    types = [None if t is None else TensorType(t.dtype, t.shape) for t in inputs]
-    outs = infer(op, types, params)
-    outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
-    gb = GraphBuilder()
-    names, feeds = [], {}
-    for j, t in enumerate(inputs):
-        if t is None:
-            names.append(None)
-            continue
-        arr = np.array(t.numpy())
-        nm = f"in{j}"
-        if rng.random() < 0.5:
-            gb.add_input(nm, TensorType(t.dtype, arr.shape))
-            feeds[nm] = arr
-        else:
-            gb.add_initializer(nm, arr)
-        names.append(nm)
-    values = gb.add_node(op.name, names, outs, params)
-    results = []
-    for v in values:
+    def tail(gb, v):
         cur = v
         if v.dtype.is_float and rng.random() < 0.7:
-            for tail in rng.choice(["relu", "tanh", "scale", "exp"], size=rng.integers(1, 4)):
-                if tail == "scale":
+            for step in rng.choice(["relu", "tanh", "scale", "exp"], size=rng.integers(1, 4)):
+                if step == "scale":
                     c = gb.add_initializer(gb.fresh("k"), np.asarray(0.5, v.dtype.numpy))
                     cur, = gb.add_node("mul", [cur.name, c.name], [cur.type])
                 else:
-                    cur, = gb.add_node(str(tail), [cur.name], [cur.type])
-        results.append(cur.name)
-    graph = gb.finish([(f"out{k}", r) for k, r in enumerate(results)])
-    return graph, feeds
+                    cur, = gb.add_node(str(step), [cur.name], [cur.type])
+        return cur
+
+    return testing.sample_graph(op, sample, constant=lambda j: rng.random() >= 0.5, tail=tail)
 
 
 @pytest.mark.parametrize("name,index", list(_sample_cases()))

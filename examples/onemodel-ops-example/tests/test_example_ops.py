@@ -1,9 +1,11 @@
-"""The example package's own tests: its ops work eagerly, with gradients, in traces and sessions."""
+"""The example package's own tests: its ops work eagerly, with gradients, in traces and sessions
+(`onemodel.testing.check_op` does the per-op checks), and its pass and kernel are used."""
 import numpy as np
 import pytest
 
 import onemodel as om
 from onemodel import DType, Tensor
+from onemodel.testing import check_op
 
 
 def reference_rms_norm(x, w=None, eps=1e-6):
@@ -33,26 +35,15 @@ def test_eager_matches_reference():
                                rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["rms_norm", "swish"])
-def test_gradients_match_finite_differences(name):
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((2, 4))
-    w = rng.standard_normal(4)
-    args = (x, w) if name == "rms_norm" else (x,)
-    fn = getattr(om.ops, name)
-    tensors = [om.tensor(a, requires_grad=True) for a in args]
-    weights = rng.standard_normal(x.shape)
-    (fn(*tensors) * om.tensor(weights)).sum().backward()
-    for t, a in zip(tensors, args):
-        numeric = np.zeros_like(a)
-        for idx in np.ndindex(*a.shape):
-            def f(delta):
-                b = a.copy()
-                b[idx] += delta
-                vals = [b if other is a else other for other in args]
-                return float((fn(*[om.tensor(v) for v in vals]).numpy() * weights).sum())
-            numeric[idx] = (f(1e-6) - f(-1e-6)) / 2e-6
-        np.testing.assert_allclose(t.grad.numpy(), numeric, rtol=1e-4, atol=1e-6)
+@pytest.mark.parametrize("name,reference", [("rms_norm", reference_rms_norm),
+                                            ("swish", reference_swish)])
+def test_each_op_passes_the_test_kit(name, reference):
+    """onemodel.testing.check_op runs every sample of the record: the kernel against the
+    reference above, inference against eager, the gradient against float64 finite differences,
+    a trace, a session on every installed backend and the ONNX round trip."""
+    report = check_op(name, reference=reference)
+    ran = {c.check for c in report.passed}
+    assert {"reference", "inference", "gradient", "trace", "sessions"} <= ran, str(report)
 
 
 def model(x, w=Tensor.from_numpy(np.linspace(0.5, 1.5, 6).astype(np.float32))):
