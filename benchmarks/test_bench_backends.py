@@ -4,6 +4,8 @@ For each benchmark model and batch (the models of test_bench_session.py), in one
 
 * ``eager``: the model's Python function on Tensors under ``no_grad``;
 * ``numpy``: a Session on the numpy backend (optimization "all");
+* ``compiled``: a Session on the compiled backend (native kernels, one thread; optimization
+  "all");
 * ``threaded``: a Session on the threaded backend (``threads=2``, optimization "all");
 * ``ort1`` / ``ort2``: the model exported with ``save_onnx`` and run by ONNX Runtime on the CPU
   with ``intra_op_num_threads`` 1 and 2 and ORT_ENABLE_ALL (skipped without onnxruntime);
@@ -32,7 +34,7 @@ THREADS = 2
 #: per model and batch, in this order: ONNX Runtime first, because its 2-thread pool keeps
 #: spinning on the second core for up to a second after a run, and the threaded backend last,
 #: after eager and numpy have given that core back
-MODES = ["ort2", "ort1", "torch", "eager", "numpy", "threaded"]
+MODES = ["ort2", "ort1", "torch", "eager", "numpy", "compiled", "threaded"]
 PARAMS = [(m, b, mode) for m, b in CASES for mode in MODES]
 
 
@@ -89,7 +91,7 @@ def test_backend(benchmark, name, batch, mode, tmp_path_factory):
 
         benchmark(eager)
         return
-    if mode in ("numpy", "threaded"):
+    if mode in ("numpy", "compiled", "threaded"):
         options = {"threads": THREADS} if mode == "threaded" else {}
         session = om.Session(traced, backend=mode, optimization="all", **options)
         for _ in range(30):  # warm up (the threaded backend times its plans at first)
