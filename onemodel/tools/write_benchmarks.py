@@ -4,7 +4,7 @@
         --benchmark-json .benchmarks/latest.json
     python -m onemodel.tools.write_benchmarks [.benchmarks/latest.json] [--doc docs/benchmarks.md]
 
-Two sections are generated, each between ``<!-- BEGIN GENERATED: name -->`` and ``<!-- END
+Three sections are generated, each between ``<!-- BEGIN GENERATED: name -->`` and ``<!-- END
 GENERATED: name -->`` markers; everything outside the markers (the "Training step" section,
 notes on profiles) is kept as written:
 
@@ -14,6 +14,9 @@ notes on profiles) is kept as written:
   ONNX Runtime at 1 and 2 threads, one table per model (a row per batch and implementation)
   with ratios to ONNX Runtime at its best thread count and to eager, the targets, and the
   machine the numbers come from.
+* ``threads`` (benchmarks/test_bench_threads.py): sessions with default settings, interleaved:
+  the numpy backend against itself with BLAS forced to one thread, and the threaded backend
+  against the numpy backend, with their targets.
 
 A section whose benchmarks are absent from the JSON is left as it is.
 """
@@ -263,6 +266,76 @@ def render_backends(data: dict) -> str | None:
     return "\n".join(lines) + "\n"
 
 
+# -- threads (benchmarks/test_bench_threads.py) ----------------------------------------------------
+#: the numpy backend's default (BLAS bounded inside each run) against BLAS forced to one thread
+#: for the whole process: at most this ratio
+BLAS_COST_LIMIT = 1.10
+#: the threaded backend against the numpy backend, both with default settings
+THREADS_TARGETS = {("branches8", 64): 1.5}
+THREADS_SLOWEST = 0.95
+
+
+def render_threads(data: dict) -> str | None:
+    rows = {}
+    for b in data["benchmarks"]:
+        info = b.get("extra_info", {})
+        if info.get("suite") == "threads":
+            rows[(info["model"], info["batch"])] = info
+    if not rows:
+        return None
+    any_info = next(iter(rows.values()))
+    lines = [
+        "## Threads",
+        "",
+        "`benchmarks/test_bench_threads.py` (`make bench`): sessions with default settings, "
+        "interleaved (every round runs each way once, the order rotating) so that the load of "
+        "the shared machine hits all alike; medians. *numpy* is a numpy-backend session "
+        f"(`threads=1`: BLAS bounded to one thread inside each run, the process's BLAS left at "
+        f"its default of {any_info.get('blas_default', '?')} threads), *numpy, BLAS 1* the same "
+        "session with BLAS forced to one thread for the whole process, *threaded* a "
+        f"threaded-backend session (`threads={any_info.get('threaded_threads', '?')}`, every "
+        f"core of {any_info.get('cores', '?')}). Capacity is two threads' float32 GEMM "
+        "throughput against one's before and after the case (2.0: both cores free).",
+        "",
+        "| model | batch | numpy | numpy, BLAS 1 | numpy / BLAS 1 | threaded | numpy / "
+        "threaded | threaded plan | capacity |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    missed = []
+    for (model, batch), info in sorted(rows.items(), key=lambda kv: (_order(kv[0][0]),
+                                                                      kv[0][1])):
+        med = info["medians"]
+        cost, speed = info["blas_cost"], info["speedup"]
+        name = DESCRIPTIONS.get(model, model)
+        cost_text = f"{cost:.2f}"
+        if cost > BLAS_COST_LIMIT:
+            cost_text += " (over 1.10)"
+            missed.append(f"numpy default vs BLAS 1 on {name} at batch {batch}: {cost:.2f}")
+        speed_text = f"{speed:.2f}x"
+        want = THREADS_TARGETS.get((model, batch))
+        if want is not None:
+            speed_text += f" (target {want}x: {'met' if speed >= want else 'missed'})"
+            if speed < want:
+                missed.append(f"threaded vs numpy on {name} at batch {batch}: {speed:.2f}x "
+                              f"against {want}x")
+        elif speed < THREADS_SLOWEST:
+            speed_text += " (below 0.95x)"
+            missed.append(f"threaded {speed:.2f}x numpy on {name} at batch {batch}")
+        plan = (info.get("plan") or "").split(":")[0] or "–"
+        if info.get("chosen"):
+            plan += f", {info['chosen']} chosen"
+        cap = info.get("capacity") or ["?", "?"]
+        lines.append(f"| {name} | {batch} | {fmt(med['numpy'])} | {fmt(med['numpy_blas1'])} | "
+                     f"{cost_text} | {fmt(med['threaded'])} | {speed_text} | {plan} | "
+                     f"{cap[0]}–{cap[1]} |")
+    lines += ["", "Missed in this run: " + ("; ".join(missed) + "." if missed else "none."),
+              "", "To reproduce:", "", "```text",
+              "python -m pytest benchmarks/test_bench_threads.py --benchmark-only -p no:randomly "
+              "--benchmark-json=.benchmarks/threads.json",
+              "python -m onemodel.tools.write_benchmarks .benchmarks/threads.json", "```"]
+    return "\n".join(lines) + "\n"
+
+
 # -- the document ------------------------------------------------------------------------------
 def _markers(name: str) -> tuple[str, str]:
     return (f"<!-- BEGIN GENERATED: {name} (python -m onemodel.tools.write_benchmarks) -->",
@@ -297,7 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     written = []
     for name, heading, render in (("sessions", "## Sessions", render_sessions),
                                   ("backends", "## Backends and ONNX Runtime",
-                                   render_backends)):
+                                   render_backends),
+                                  ("threads", "## Threads", render_threads)):
         body = render(data)
         if body is not None:
             text = replace_section(text, name, body, heading)
