@@ -358,27 +358,24 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
             for (long nn = 0; nn < Nn; nn++)
                 for (long g = 0; g < G; g++) {
                     const float *xg = x + (nn * Cin + g * cig) * H * W;
-                    /* im2col straight into 16-pixel panels: col[j][k][c] */
-                    for (long j = 0; j < np; j++) {
-                        for (long ci = 0; ci < cig; ci++)
-                            for (long u = 0; u < kh; u++)
-                                for (long t = 0; t < kw; t++) {
-                                    long k = (ci * kh + u) * kw + t;
-                                    float *d = col + (j * K + k) * 16;
-                                    const float *xc = xg + ci * H * W;
-                                    for (int c = 0; c < 16; c++) {
-                                        long p = j * 16 + c;
-                                        float v = 0.0f;
-                                        if (p < P) {
-                                            long oh = p / Wo, ow = p % Wo;
-                                            long ih = oh * sh - ph + u * dh, iw = ow * sw - pw + t * dw;
-                                            if (ih >= 0 && ih < H && iw >= 0 && iw < W)
-                                                v = xc[ih * W + iw];
-                                        }
-                                        d[c] = v;
+                    /* im2col straight into 16-pixel panels: col[p / 16][k][p % 16] */
+                    for (long ci = 0; ci < cig; ci++)
+                        for (long u = 0; u < kh; u++)
+                            for (long t = 0; t < kw; t++) {
+                                long k = (ci * kh + u) * kw + t, p = 0;
+                                const float *xc = xg + ci * H * W;
+                                for (long oh = 0; oh < Ho; oh++) {
+                                    long ih = oh * sh - ph + u * dh;
+                                    int rowok = ih >= 0 && ih < H;
+                                    const float *xr = xc + ih * W;
+                                    for (long ow = 0; ow < Wo; ow++, p++) {
+                                        long iw = ow * sw - pw + t * dw;
+                                        col[((p >> 4) * K + k) * 16 + (p & 15)] =
+                                            (rowok && iw >= 0 && iw < W) ? xr[iw] : 0.0f;
                                     }
                                 }
-                    }
+                                for (; p < np * 16; p++) col[((p >> 4) * K + k) * 16 + (p & 15)] = 0.0f;
+                            }
                     SFX(Epi) e = {bias ? bias + g * cog : 0, bias ? 2 : 0, 0, 0, (int)f[19]};
                     SFX(gemm)(cog, K, P, w + g * cog * K, K, col,
                               out + (nn * Cout + g * cog) * P, P, &e);
@@ -393,6 +390,17 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
             long ph = f[8], pw = f[9], Ho = f[10], Wo = f[11];
             int isavg = op == I_AVGPOOL;
             float inv = 1.0f / (float)(kh * kw);
+            if (!isavg && kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0) {
+                for (long c = 0; c < NC; c++)   /* the common 2x2 window: two rows at a time */
+                    for (long oh = 0; oh < Ho; oh++) {
+                        const float *r0 = x + c * H * W + 2 * oh * W, *r1 = r0 + W;
+                        float *o = out + c * Ho * Wo + oh * Wo;
+                        for (long ow = 0; ow < Wo; ow++)
+                            o[ow] = om_max(om_max(r0[2 * ow], r0[2 * ow + 1]),
+                                           om_max(r1[2 * ow], r1[2 * ow + 1]));
+                    }
+                break;
+            }
             for (long c = 0; c < NC; c++) {
                 const float *xc = x + c * H * W;
                 float *oc = out + c * Ho * Wo;
