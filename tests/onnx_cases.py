@@ -15,7 +15,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 #: claimed cases that fail, with the reason (kept honest by xfail(strict=True))
-KNOWN_FAILURES: dict[str, str] = {}
+KNOWN_FAILURES: dict[str, str] = {
+    "test_swiglu_float16_expanded": "float16 Swish runs as float16 sigmoid then a float16 "
+                                    "product: one element is 2 ulp (1.7e-3 relative) from the "
+                                    "reference, which computes in float32 and rounds once",
+}
 
 
 @dataclass
@@ -122,7 +126,21 @@ def _single_ops() -> dict:
 
 
 class Skip(Exception):
-    pass
+    """The case uses an ONNX op type that the import does not claim."""
+
+
+class Refused(Exception):
+    """The import claims every op type of the case but refuses it (an attribute, mode or dtype it
+    does not handle): not a pass, and never hidden as a skip (see PASSING)."""
+
+
+PASSING_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "onnx_passing.txt")
+
+
+def passing() -> set[str]:
+    """The pinned node tests that pass (tests/onnx_passing.txt): this list only grows."""
+    with open(PASSING_FILE, encoding="utf-8") as f:
+        return {line.strip() for line in f if line.strip() and not line.startswith("#")}
 
 
 def _array(x):
@@ -133,60 +151,23 @@ def _array(x):
     return np.asarray(x)
 
 
-_STATIC_HINTS = ("must be a constant", "computed from data at run time")
-
-
-def _freeze_inputs(model, inputs):
-    """A copy of ``model`` whose small integer inputs (and scalar float ones) are initializers
-    holding the data set's values: ONNX feeds shapes, axes and bounds as inputs, OneModel keeps
-    them as static params."""
-    import onnx
-
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    inits = {t.name for t in m.graph.initializer}
-    names = [vi.name for vi in m.graph.input if vi.name not in inits]
-    frozen = []
-    for name, arr in zip(names, inputs):
-        arr = _array(arr)
-        if (arr.dtype.kind in "iu" and arr.size <= 64) or (arr.dtype.kind == "f" and arr.size == 1):
-            m.graph.initializer.append(onnx.numpy_helper.from_array(arr, name))
-            frozen.append(name)
-    keep = [vi for vi in m.graph.input if vi.name not in frozen]
-    del m.graph.input[:]
-    m.graph.input.extend(keep)
-    return m, frozen
-
-
-def run_case(case: Case, backend: str | None = None) -> str:
-    """Import and run one case; raises Skip(reason) for what OneModel does not claim, an
-    AssertionError or another exception for a wrong result. Returns a note: "" or the inputs
-    that were frozen into constants (see `_freeze_inputs`)."""
+def run_case(case: Case, backend: str | None = None) -> None:
+    """Import and run one case as ONNX Runtime would: every graph input is fed at run time (shape,
+    axes and bound inputs included). Raises Skip for a case using an op type nothing claims,
+    Refused for a claimed case the import refuses, and an AssertionError or another exception
+    for a wrong result."""
     from onemodel.formats.onnx_import import OnnxUnsupportedError, claimed_op_types
 
-    claimed = claimed_op_types()
-    missing = sorted(case.op_types - claimed)
+    missing = sorted(case.op_types - claimed_op_types())
     if missing:
         raise Skip(f"op(s) not claimed: {', '.join(missing)}")
-    note = ""
     try:
         _run_sets(case, case.model, case.data_sets, backend)
     except OnnxUnsupportedError as exc:
-        if not any(h in str(exc) for h in _STATIC_HINTS):
-            raise Skip(f"unsupported: {str(exc).split(': ', 1)[-1]}") from None
-        for inputs, expected in case.data_sets:
-            model, frozen = _freeze_inputs(case.model, inputs)
-            if not frozen:
-                raise Skip(f"unsupported: {str(exc).split(': ', 1)[-1]}") from None
-            try:
-                _run_sets(case, model, [(inputs, expected)], backend, skip=set(frozen))
-            except OnnxUnsupportedError as exc2:
-                raise Skip(f"unsupported: {str(exc2).split(': ', 1)[-1]}") from None
-            note = "constant inputs: " + ", ".join(frozen)
-    return note
+        raise Refused(str(exc).split(": ", 1)[-1]) from None
 
 
-def _run_sets(case: Case, model, data_sets, backend, skip=frozenset()) -> None:
+def _run_sets(case: Case, model, data_sets, backend) -> None:
     from onemodel.formats.onnx_import import from_onnx
 
     graph = from_onnx(model, label=case.name)
@@ -207,7 +188,7 @@ def _run_sets(case: Case, model, data_sets, backend, skip=frozenset()) -> None:
             res = session.run(feeds)
             return {k: v.numpy() for k, v in res.items()}
     for inputs, expected in data_sets:
-        feeds = {name: _array(arr) for name, arr in zip(in_names, inputs) if name not in skip}
+        feeds = {name: _array(arr) for name, arr in zip(in_names, inputs)}
         with np.errstate(all="ignore"):
             got = run(feeds)
         for name, want in zip(out_names, expected):

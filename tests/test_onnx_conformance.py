@@ -1,11 +1,12 @@
 """ONNX's backend node tests for every op type the ONNX import claims.
 
 Each case is imported with the ONNX import (`from_onnx`, the body of `load_onnx`) and run by a
-Session on every installed backend. A case using an op, attribute or dtype we do not claim is
-skipped with the reason; a claimed case that fails is a failure, unless it is listed in
-`tests/onnx_cases.KNOWN_FAILURES` (strict xfail: it must keep failing until fixed). Shape, axes
-and bound inputs that ONNX feeds at run time are frozen into constants (OneModel keeps them as
-static params); see docs/onnx.md.
+Session on every installed backend, every input fed at run time as ONNX Runtime feeds it. Only a
+case using an op type nothing claims is skipped. The cases that pass are pinned in
+tests/onnx_passing.txt, and the list only grows: a pinned case that is refused or wrong fails,
+and an unpinned case that passes fails until it is added. An unpinned claimed case that the
+import refuses is an expected failure (xfail, with the reason), never a skip; a wrong result is
+a failure unless listed in `tests/onnx_cases.KNOWN_FAILURES` (strict xfail). See docs/onnx.md.
 """
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ pytest.importorskip("onnx")
 
 import onemodel as om  # noqa: E402
 
-from .onnx_cases import KNOWN_FAILURES, Skip, base_op, cases_for_claimed, run_case  # noqa: E402
+from .onnx_cases import (KNOWN_FAILURES, Refused, Skip, base_op, cases_for_claimed,  # noqa: E402
+                         load_cases, passing, run_case)
 
-CASES = cases_for_claimed()
+CASES = load_cases()  # every node test onnx ships; those using unclaimed op types skip
+PASSING = passing()
 BACKENDS = om.backends() if hasattr(om, "backends") else ["numpy"]
 
 
@@ -32,10 +35,25 @@ def _params():
 
 @pytest.mark.parametrize("case,backend", list(_params()))
 def test_node_case(case, backend):
+    pinned = case.name in PASSING
     try:
         run_case(case, backend=backend)
     except Skip as exc:
+        if pinned:
+            pytest.fail(f"{case.name} is pinned as passing but now uses an unclaimed op: {exc}")
         pytest.skip(str(exc))
+    except Refused as exc:
+        if pinned:
+            pytest.fail(f"{case.name} is pinned as passing but the import refuses it: {exc}")
+        pytest.xfail(f"refused: {exc}")
+    if not pinned and case.name not in KNOWN_FAILURES:
+        pytest.fail(f"{case.name} passes: add it to tests/onnx_passing.txt (the list only grows)")
+
+
+def test_pinned_cases_exist():
+    names = {c.name for c in CASES}
+    assert PASSING <= names, f"pinned cases onnx does not ship: {sorted(PASSING - names)}"
+    assert not PASSING & set(KNOWN_FAILURES)
 
 
 def test_every_claimed_op_has_cases():
@@ -43,8 +61,9 @@ def test_every_claimed_op_has_cases():
     is listed here as having none in this onnx release)."""
     from onemodel.formats.onnx_import import claimed_op_types
 
-    without_cases = {"GlobalMaxPool"} - {base_op(c) for c in CASES}
-    tested = {base_op(c) for c in CASES}
+    claimed_cases = cases_for_claimed()
+    without_cases = {"GlobalMaxPool"} - {base_op(c) for c in claimed_cases}
+    tested = {base_op(c) for c in claimed_cases}
     assert claimed_op_types() - tested - without_cases == set()
 
 
