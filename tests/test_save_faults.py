@@ -162,3 +162,74 @@ def test_save_into_a_missing_folder_or_over_a_folder(tmp_path, models):
         with pytest.raises(IsADirectoryError, match="it is a folder"):
             FORMATS[fmt](models[0], tmp_path)
     assert os.listdir(tmp_path) == []
+
+
+# -- second round (issue 18): names, NUL, and what a save may replace ----------------------------
+@pytest.mark.parametrize("nbytes", [242, 250, 255])
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_names_up_to_the_filesystem_limit_save(tmp_path, models, fmt, nbytes):
+    """The temporary name used to be the target's name plus 14 characters: names of 242-255
+    bytes could not be saved."""
+    suffix = f".{fmt}"
+    name = "é" * ((nbytes - len(suffix)) // 2) + "m" * ((nbytes - len(suffix)) % 2) + suffix
+    assert len(os.fsencode(name)) == nbytes
+    path = tmp_path / name
+    FORMATS[fmt](models[0], path)
+    assert os.listdir(tmp_path) == [name]
+    loaded = om.load(path) if fmt == "onemodel" else om.load_onnx(path)
+    assert loaded.graph.op_counts() == models[0].graph.op_counts()
+
+
+def test_a_nul_in_the_path_is_an_argument_error(tmp_path, models):
+    for fmt in FORMATS:
+        with pytest.raises(om.ArgumentError, match="NUL"):
+            FORMATS[fmt](models[0], str(tmp_path / "a\x00b"))
+    for loader in (om.load, om.load_onnx, om.formats.load):
+        with pytest.raises(om.ArgumentError, match="NUL"):
+            loader(str(tmp_path / "a\x00b"))
+    assert os.listdir(tmp_path) == []
+
+
+def _fifo(tmp_path):
+    p = tmp_path / "pipe"
+    os.mkfifo(p)
+    return p
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_a_save_does_not_replace_a_fifo_or_a_device(tmp_path, models, fmt, monkeypatch):
+    """A FIFO was silently replaced by a regular file (and as root, /dev/null would be)."""
+    import stat
+
+    def never(*args, **kwargs):  # so that a regression cannot touch /dev, even as root
+        pytest.fail(f"the save went on to write: {args}")
+
+    monkeypatch.setattr(_atomic.tempfile, "mkstemp", never)
+    monkeypatch.setattr(_atomic.os, "replace", never)
+
+    fifo = _fifo(tmp_path)
+    link = tmp_path / "link-to-pipe"
+    link.symlink_to(fifo)
+    for target in (fifo, link):
+        with pytest.raises(om.ArgumentError, match="FIFO.*not a regular file"):
+            FORMATS[fmt](models[0], target)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and link.is_symlink()
+    assert sorted(os.listdir(tmp_path)) == ["link-to-pipe", "pipe"]
+    with pytest.raises(om.ArgumentError, match="character device.*not a regular file"):
+        FORMATS[fmt](models[0], os.devnull)
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_a_symlink_to_a_regular_file_is_followed(tmp_path, models, fmt):
+    old, new = models
+    real = tmp_path / "sub" / f"real.{fmt}"
+    real.parent.mkdir()
+    FORMATS[fmt](old, real)
+    link = tmp_path / f"link.{fmt}"
+    link.symlink_to(real)
+    FORMATS[fmt](new, link)
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    loaded = om.load(real) if fmt == "onemodel" else om.load_onnx(real)
+    x = Tensor.from_numpy(np.ones((2, 4), np.float32))
+    np.testing.assert_allclose(loaded(x).numpy(), new(x).numpy(), rtol=1e-6)
+    assert sorted(os.listdir(real.parent)) == [real.name]
