@@ -66,11 +66,26 @@ def _hook(event: str, args: tuple) -> None:
         # code from anywhere else (a string) is not, unless a session compiles its plan
         if not _state.allow_exec and not (name.endswith(".py") and os.path.isfile(name)):
             bad = f"exec of code from {name!r}"
+    elif event == "ctypes.dlopen" and _already_mapped(args[0] if args else None):
+        pass  # threadpoolctl re-opening the BLAS numpy already loaded: no new code
     elif event in _FORBIDDEN:
         bad = f"{event}{tuple(args)!r:.200}"
     if bad is not None:
         record.append(bad)
         raise SideEffect(bad)
+
+
+def _already_mapped(path) -> bool:
+    """Whether the shared library ``path`` is already loaded in this process."""
+    if not isinstance(path, str) or not os.path.isabs(path):
+        return False
+    try:
+        with open("/proc/self/maps") as f:
+            maps = f.read()
+    except OSError:
+        return False
+    real = os.path.realpath(path)
+    return any(line.endswith((" " + path, " " + real)) for line in maps.splitlines())
 
 
 sys.addaudithook(_hook)
@@ -282,3 +297,95 @@ def get_path(obj, path):
     for k in path:
         obj = obj[k]
     return obj
+
+
+# -- bounded subprocesses --------------------------------------------------------------------------
+def run_bounded(code: str, *, mem_mib: int = 768, seconds: float = 60.0, cwd=None):
+    """Run ``code`` in a fresh Python with its address space capped at ``mem_mib`` (RLIMIT_AS)
+    and a wall-clock limit: a loader that blows up fails the test instead of the machine. The
+    child has this checkout on its path and one BLAS thread (OpenBLAS reserves memory per
+    thread). Returns the `subprocess.CompletedProcess`; a ``MemoryError`` in the child shows in
+    its stderr and return code."""
+    import resource
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def cap():
+        limit = mem_mib << 20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]).rstrip(
+                   os.pathsep))
+    return subprocess.run([sys.executable, "-c", code], preexec_fn=cap, capture_output=True,
+                          text=True, timeout=seconds, env=env, cwd=cwd)
+
+
+#: a child script's last line: ``OUTCOME <kind> <peak KiB>``, written by `outcome_code`
+_OUTCOME = """
+import resource, sys, tracemalloc
+import onemodel as om
+import onemodel.formats.onemodel_file, onemodel.formats.onnx_import  # imports are not the load
+om.registry.REGISTRY.tables()
+def _outcome(fn, *args):
+    tracemalloc.start()
+    try:
+        fn(*args)
+        kind = "loaded"
+    except om.OneModelError as exc:
+        kind = type(exc).__name__ + ":" + str(exc).replace("\\n", " ")[:300]
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    print("OUTCOME", peak // 1024, kind)
+"""
+
+
+def bounded_load(loader: str, path, *, mem_mib: int = 768, seconds: float = 60.0):
+    """``loader(path)`` (``loader`` as importable text, e.g. ``"om.load"``) in a capped child:
+    (kind, peak KiB of Python allocations) where kind is ``"loaded"`` or
+    ``"ErrorClass:message"``. Any other ending (a raw exception, MemoryError, a kill by the cap,
+    a timeout) fails with the child's stderr."""
+    code = _OUTCOME + f"\n_outcome(lambda p: {loader}(p), {os.fspath(path)!r})\n"
+    r = run_bounded(code, mem_mib=mem_mib, seconds=seconds)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("OUTCOME ")]
+    assert r.returncode == 0 and lines, f"child ended with {r.returncode}: {r.stderr[-2000:]}"
+    _, peak, kind = lines[-1].split(" ", 2)
+    return kind, int(peak)
+
+
+def overlapping_zip(shared_names, block: bytes, others: dict) -> bytes:
+    """A zip whose ``shared_names`` entries all read the same stored ``block`` (each local header's
+    extra field spans the headers after it, so every entry's data starts at one offset: the
+    overlapping-entries bomb), followed by ordinary stored ``others`` (name -> bytes)."""
+    import zlib
+
+    crc = zlib.crc32(block)
+    names = [n.encode() for n in shared_names]
+    offsets, pos = [], 0
+    for n in names:
+        offsets.append(pos)
+        pos += 30 + len(n)
+    data_at = pos
+    out = bytearray()
+    for off, n in zip(offsets, names):
+        extra = data_at - (off + 30 + len(n))  # everything up to the shared block
+        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0x21, crc, len(block),
+                           len(block), len(n), extra) + n
+    out += block
+    central = []
+    for off, n in zip(offsets, names):
+        central.append((n, off, crc, len(block)))
+    for name, payload in others.items():
+        n = name.encode()
+        c = zlib.crc32(payload)
+        central.append((n, len(out), c, len(payload)))
+        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0x21, c, len(payload),
+                           len(payload), len(n), 0) + n + payload
+    cd_at = len(out)
+    for n, off, c, size in central:
+        out += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0x21, c, size,
+                           size, len(n), 0, 0, 0, 0, 0, off) + n
+    out += struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(central), len(central),
+                       len(out) - cd_at, cd_at, 0)
+    return bytes(out)

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import onemodel as om
 from onemodel.formats import load
 from onemodel.formats.onemodel_file import load_graph
-from onemodel.formats.onnx_import import load_onnx
+from onemodel.formats.onnx_import import OnnxImportError, load_onnx
 
 from . import hostile
 from .hostile import FUZZ_EXAMPLES, get_path, json_paths, load_outcome, read_zip, write_zip
@@ -509,3 +509,201 @@ def test_onnx_names_that_are_not_utf8(work):
     path.write_bytes(raw)
     out = load_outcome(load_onnx, path)
     assert isinstance(out, om.FormatError) and "UTF-8" in str(out), out
+
+
+# -- second round (issue 18): hostile files that got through the first -------------------------
+_DIV_ZERO = ["1//0", "1%0", "batch+1//0", "batch%0", "batch//(batch-batch)", "(batch//2)%0",
+             "2*batch - 1//0"]
+
+
+@pytest.mark.parametrize("text", _DIV_ZERO)
+def test_sizes_dividing_by_zero_are_format_errors(work, seed_file, text):
+    """In a shape and in a ``{"$dim": ...}`` param: was a raw ZeroDivisionError."""
+    folder, _ = work
+    for place in ("shape", "param"):
+        manifest, entries = read_zip(seed_file)
+        if place == "shape":
+            manifest["graph"]["inputs"][0]["shape"][0] = text
+        else:
+            manifest["graph"]["nodes"][0]["params"]["size"] = {"$dim": text}
+        (folder / "div.onemodel").write_bytes(write_zip(entries, manifest))
+        out = load_outcome(load_graph, folder / "div.onemodel")
+        assert isinstance(out, om.FormatError) and "by zero" in str(out), (place, out)
+
+
+@pytest.mark.parametrize("text", _DIV_ZERO)
+def test_onnx_dim_params_dividing_by_zero(work, text):
+    """An ONNX ``dim_param`` is a name, not arithmetic: one that does not parse as a size is
+    renamed; dividing by zero must not escape as ZeroDivisionError."""
+    from onnx import TensorProto as TP
+    from onnx import helper
+
+    folder, _ = work
+    path = _onnx_file(folder, [helper.make_node("Relu", ["x"], ["y"])],
+                      inputs=[helper.make_tensor_value_info("x", TP.FLOAT, [text, 4])])
+    out = load_outcome(load_onnx, path)
+    assert isinstance(out, (om.core.graph.Graph, om.FormatError)), out
+    if isinstance(out, om.core.graph.Graph):
+        hostile.try_session(out, str(folder))
+
+
+def _with_extra_manifest_key(seed: bytes, payload: bytes) -> bytes:
+    """The seed with ``"x": <payload>`` (raw JSON text) added to its manifest, deflated."""
+    _, entries = read_zip(seed)
+    text = entries["manifest.json"].rstrip()
+    assert text.endswith(b"}")
+    entries["manifest.json"] = text[:-1] + b', "x": ' + payload + b"}"
+    return write_zip(entries, compress={"manifest.json"})
+
+
+def test_manifest_element_bomb_is_refused_before_parsing(work, seed_file):
+    """60 MiB of ``[{},{},...]`` deflates to 60 KB and used to peak at 1.6 GB while parsing
+    (ending in MemoryError). Refused from a scan of the bytes, in a child capped at 768 MiB."""
+    from onemodel.formats import onemodel_file
+
+    folder, _ = work
+    n = 20 * MiB
+    blob = _with_extra_manifest_key(seed_file, b"[" + b"{}," * (n - 1) + b"{}]")
+    assert len(blob) < MiB and 3 * n < onemodel_file.MAX_MANIFEST_BYTES
+    path = folder / "elements.onemodel"
+    path.write_bytes(blob)
+    kind, peak_kib = hostile.bounded_load("om.load", path, mem_mib=768, seconds=120)
+    assert kind.startswith("FormatError") and "elements" in kind, kind
+    assert peak_kib * 1024 < 4 * (3 * n), peak_kib  # the bytes and the scan's copies only
+
+
+@pytest.mark.parametrize("payload", [b"[" * 5000 + b"]" * 5000,
+                                     b'{"a":' * 3000 + b"1" + b"}" * 3000])
+def test_manifest_nesting_bomb_is_refused_before_parsing(work, seed_file, payload):
+    folder, _ = work
+    path = folder / "deep.onemodel"
+    path.write_bytes(_with_extra_manifest_key(seed_file, payload))
+    out = load_outcome(load_graph, path)
+    assert isinstance(out, om.FormatError) and "nested" in str(out), out
+
+
+def test_manifest_larger_than_the_limit_is_refused_from_the_header(work, seed_file):
+    from onemodel.formats import onemodel_file
+
+    folder, _ = work
+    spaces = b" " * (onemodel_file.MAX_MANIFEST_BYTES + 1)
+    path = folder / "big.onemodel"
+    path.write_bytes(_with_extra_manifest_key(seed_file, spaces + b"1"))
+    out, peak = _peak(load_graph, path)
+    assert isinstance(out, om.FormatError) and "exceed the limit" in str(out), out
+    assert peak < MiB, peak
+
+
+def test_brackets_and_quotes_inside_strings_are_not_structure(work):
+    """The pre-scan must skip strings: a source line full of brackets, names with escaped
+    quotes and backslashes still load."""
+    folder, _ = work
+    w = om.Tensor.from_numpy(np.ones((3, 4), np.float32))
+    traced = om.trace(lambda x: om.ops.linear(x, w), om.Tensor.zeros(om.DType.F32, 2, 4),
+                      "batch", None)
+    manifest, entries = read_zip(hostile.onemodel_bytes(traced))
+    manifest["graph"]["nodes"][0]["source"] = "[" * 4000 + '\\"{' * 1000 + "x\\"
+    manifest["graph"]["outputs"][0]["name"] = 'out "[[[{{{" \\'
+    (folder / "strings.onemodel").write_bytes(write_zip(entries, manifest))
+    g = load_graph(folder / "strings.onemodel")
+    assert g.outputs[0][0] == 'out "[[[{{{" \\'
+
+
+def test_overlapping_entries_are_refused(work):
+    """128 entries sharing one 1 MiB block: a 1 MB file that loaded into 132 MB."""
+    folder, _ = work
+    n = 128
+    manifest = {
+        "format": "onemodel", "format_version": "1.0",
+        "graph": {"inputs": [],
+                  "initializers": [{"name": f"w{i}", "dtype": "f32", "shape": [MiB // 4],
+                                    "data": f"data/{i}.bin", "byte_length": MiB}
+                                   for i in range(n)],
+                  "nodes": [], "outputs": [{"name": "y", "value": "w0"}],
+                  "data_bytes": n * MiB},
+    }
+    blob = hostile.overlapping_zip([f"data/{i}.bin" for i in range(n)], b"\0" * MiB,
+                                   {"manifest.json": json.dumps(manifest).encode()})
+    assert len(blob) < 1.1 * MiB
+    path = folder / "overlap.onemodel"
+    path.write_bytes(blob)
+    kind, peak_kib = hostile.bounded_load("om.load", path, mem_mib=512, seconds=60)
+    assert kind.startswith("FormatError") and "overlap" in kind, kind
+    assert peak_kib < 1024, peak_kib
+
+
+def test_refused_loads_leave_no_symbols_behind(work, seed_file):
+    """Sizes that are chains of ``//`` used to stay in a global table (8.5 MB per refused
+    file); now the table only holds what live sizes use."""
+    import gc
+
+    from onemodel.core import symbolic
+
+    folder, _ = work
+    gc.collect()
+    before = set(symbolic._ATOMS.keys())
+    tracemalloc.start()
+    try:
+        for i in range(6):
+            manifest, entries = read_zip(seed_file)
+            manifest["graph"]["inputs"][0]["shape"][0] = f"s{i}" + "//2" * 330
+            (folder / "chain.onemodel").write_bytes(write_zip(entries, manifest))
+            out = load_outcome(load_graph, folder / "chain.onemodel")
+            assert isinstance(out, om.FormatError), out  # the stored types disagree
+            del out
+            gc.collect()
+        grown = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert set(symbolic._ATOMS.keys()) - before == set()
+    assert grown < MiB, grown
+    # a loaded model's sizes live while it does, and go with it
+    g = load_graph(io.BytesIO(seed_file))
+    x = g.inputs[0].shape[0] // 3
+    assert "(batch//3)" in symbolic._ATOMS and x.evaluate({"batch": 7}) == 2
+    del g, x
+    gc.collect()
+    assert "(batch//3)" not in symbolic._ATOMS
+
+
+_BAD_ONNX = {
+    "opset 0": dict(opset=0),
+    "opset -5": dict(opset=-5),
+    "opset 2^62": dict(opset=2 ** 62),
+    "negative dim_value": dict(dims=[-3, 4]),
+    "dim_value 2^62": dict(dims=[2 ** 62, 4]),
+    "two nodes define y": dict(nodes=[("Relu", ["x"], ["y"]), ("Neg", ["x"], ["y"])]),
+    "a node redefines the input": dict(nodes=[("Relu", ["x"], ["x"]), ("Neg", ["x"], ["y"])]),
+    "a node redefines an initializer": dict(inits=["w"], nodes=[("Relu", ["x"], ["w"]),
+                                                   ("Add", ["x", "w"], ["y"])]),
+    "duplicate initializers": dict(nodes=[("Add", ["x", "w"], ["y"])], inits=["w", "w"]),
+    "negative initializer dim": dict(nodes=[("Add", ["x", "w"], ["y"])], inits=["w"],
+                                     init_dims=[-4]),
+}
+
+
+@pytest.mark.parametrize("case", list(_BAD_ONNX))
+def test_onnx_files_onnx_checker_refuses_are_refused(work, case):
+    """What onnx.checker refuses (and sizes a OneModel file cannot hold) is an
+    OnnxImportError at import; the last definition used to win silently."""
+    from onnx import TensorProto as TP
+    from onnx import helper
+
+    folder, _ = work
+    spec = _BAD_ONNX[case]
+    nodes = [helper.make_node(op, i, o) for op, i, o in spec.get("nodes", [("Relu", ["x"],
+                                                                            ["y"])])]
+    inits = []
+    for name in spec.get("inits", []):
+        t = helper.make_tensor(name, TP.FLOAT, [4], np.ones(4, np.float32))
+        if "init_dims" in spec:
+            t.dims[:] = spec["init_dims"]
+        inits.append(t)
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TP.FLOAT, spec.get("dims", ["batch", 4]))],
+        [helper.make_tensor_value_info("y", TP.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", spec.get("opset", 17))])
+    path = folder / "bad.onnx"
+    path.write_bytes(m.SerializeToString())
+    out = load_outcome(load_onnx, path)
+    assert isinstance(out, OnnxImportError), out

@@ -269,3 +269,26 @@ def test_the_guard_catches_what_it_must(tmp_path):
             with guard(str(tmp_path)):
                 action()
     assert not m.exists()
+
+
+@pytest.mark.parametrize("location", ["w\x00.bin", "\x00", "w.bin\x00../../etc/passwd"])
+def test_external_data_location_with_a_nul_byte_is_refused(tmp_path, location):
+    """Was a raw ValueError ("embedded null byte") from the path functions."""
+    (tmp_path / "w.bin").write_bytes(np.arange(12, dtype=np.float32).tobytes())
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_external_model(location).SerializeToString())
+    with guard(str(tmp_path)):
+        with pytest.raises(om.FormatError, match="NUL"):
+            om.load_onnx(path)
+
+
+def test_the_guard_lets_only_already_loaded_libraries_be_reopened(tmp_path):
+    """threadpoolctl re-opens the BLAS numpy loaded (allowed); any other dlopen is caught."""
+    import ctypes
+
+    with guard(str(tmp_path), allow_exec=True):  # a session compiles its plan
+        _ = np.ones((64, 64)) @ np.ones((64, 64))
+        om.Session(_u8_graph(b"ab")).run({"input": np.zeros((1, 2), np.uint8)})
+    with pytest.raises(AssertionError, match="forbidden side effects.*dlopen"):
+        with guard(str(tmp_path)):
+            ctypes.CDLL("libm.so.6")
