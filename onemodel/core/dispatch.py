@@ -240,10 +240,14 @@ def run_kernel(op: OpDef, arrays: list, params: dict, want_saved: bool):
     except OneModelError:
         raise
     except Exception as exc:  # noqa: BLE001
-        shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in arrays if a is not None)
-        raise OpError(f"ops.{op.name}({shapes}) failed in the kernel from {op.provider}: "
-                      f"{type(exc).__name__}: {exc}") from exc
+        raise _kernel_error(op, arrays, exc) from exc
     return out, saved
+
+
+def _kernel_error(op: OpDef, arrays: list, exc: Exception) -> OpError:
+    shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in arrays if a is not None)
+    return OpError(f"ops.{op.name}({shapes}) failed in the kernel from {op.provider}: "
+                   f"{type(exc).__name__}: {exc}")
 
 
 def eager(op: OpDef, inputs: list, params: dict):
@@ -300,8 +304,7 @@ def _checked_outputs(op: OpDef, out, out_types) -> list:
 
 
 def _results(op, inputs, arrays, arrays_out, params, saved, record, multi):
-    wrap = eager_cache._tensor_class()._wrap
-    results = [wrap(a) for a in arrays_out]
+    results = [_wrap(a) for a in arrays_out]
     if record:
         ctx = VjpContext(inputs=tuple(arrays), outputs=tuple(arrays_out), params=dict(params),
                          saved=saved, needs_grad=tuple(t is not None and t.requires_grad
@@ -315,19 +318,34 @@ def _results(op, inputs, arrays, arrays_out, params, saved, record, multi):
 
 def _replay(entry, slots: list):
     """A call whose signature is cached: no binding, no inference; the kernel's result is
-    checked in full only when it is not already an array of the expected dtype and shape."""
+    checked in full only when it is not already an array of the expected dtype and shape.
+    (The hot path of every repeated eager call: kept flat on purpose.)"""
     op, params = entry.op, entry.params
     direct = entry.direct
     inputs = ([slots[k] for k in direct] if direct is not None
               else eager_cache.inputs_of(entry, slots))
-    record = _records(op, inputs)
+    record = False
+    if op.vjp is not None:
+        for t in inputs:
+            if t is not None and t.requires_grad:
+                record = GradMode.is_enabled()
+                break
     arrays = [t._data if t is not None else None for t in inputs]
-    out, saved = run_kernel(op, arrays, params, record)
+    if record:
+        out, saved = run_kernel(op, arrays, params, True)
+    else:
+        saved = None
+        try:
+            out = op.kernel(*arrays, **params)
+        except OneModelError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise _kernel_error(op, arrays, exc) from exc
     if not entry.multi:
         dt, shape = entry.expect[0]
         if type(out) is np.ndarray and (out.dtype is dt or out.dtype == dt) and out.shape == shape:
             if not record:
-                return eager_cache._tensor_class()._wrap(out)
+                return _wrap(out)
             arrays_out = [out]
         else:
             arrays_out = _checked_outputs(op, out, entry.out_types)
@@ -344,6 +362,13 @@ def _replay(entry, slots: list):
     return _results(op, inputs, arrays, arrays_out, params, saved, record, True)
 
 
+def _wrap(array):
+    """``Tensor._wrap`` (bound on first use: tensor.py imports this module)."""
+    global _wrap
+    _wrap = eager_cache._tensor_class()._wrap
+    return _wrap(array)
+
+
 def apply(op: OpDef, args: tuple, kwargs: dict):
     """Apply ``op`` to a call. Outside a trace, a call whose signature was seen before skips
     binding and inference (`eager_cache`); anything the cache cannot describe goes the full way."""
@@ -355,11 +380,12 @@ def apply(op: OpDef, args: tuple, kwargs: dict):
         except eager_cache.Unkeyable:
             key = None
         else:
-            entry = eager_cache.lookup(key, op)
-            if entry is eager_cache.UNCACHEABLE:
-                key = None
-            elif entry is not None:
-                return _replay(entry, slots)
+            entry = eager_cache.TABLE.get(key)
+            if entry is not None:
+                if entry is eager_cache.UNCACHEABLE:
+                    key = None
+                elif entry.op is op:  # not another record that got a dropped one's id
+                    return _replay(entry, slots)
     inputs, params = bind(op, args, kwargs)
     tracer = tracing_hooks.current()
     if tracer is not None:

@@ -50,7 +50,7 @@ class Entry:
         self.expect = tuple((t.dtype.numpy, tuple(t.shape)) for t in out_types)
 
 
-_table: dict = {}
+TABLE: dict = {}  # key -> Entry | UNCACHEABLE
 _lock = threading.Lock()
 _SCALARS = (bool, int, str, type(None), type(Ellipsis), DType)
 
@@ -71,9 +71,13 @@ def key(op, args: tuple, kwargs: dict, slots: list) -> tuple:
         for k, v in kwargs.items():
             parts.append(k)
             parts.append(_leaf(v, slots))
-    if len(slots) > 1:
+    n = len(slots)
+    if n == 2:
+        if slots[0] is slots[1]:
+            parts.append("aliased")
+    elif n > 2:
         ids = [id(s) for s in slots]
-        if len(set(ids)) < len(ids):
+        if len(set(ids)) < n:
             parts.append(tuple(ids.index(i) for i in ids))
     return tuple(parts)
 
@@ -115,7 +119,7 @@ def _leaf(v: Any, slots: list):
 
 def lookup(k: tuple, op):
     """The entry for key ``k`` (checked to be for this very op object), UNCACHEABLE or None."""
-    entry = _table.get(k)
+    entry = TABLE.get(k)
     if entry is None or entry is UNCACHEABLE or entry.op is op:
         return entry
     return None  # an id reused by another op record after the first was dropped
@@ -127,10 +131,10 @@ def store(k: tuple, op, slots: list, inputs: list, params: dict, out_types, mult
     ok = sources is not None and all(_frozen(v) for v in params.values())
     value = Entry(op, tuple(sources), params, tuple(out_types), multi) if ok else UNCACHEABLE
     with _lock:
-        if len(_table) >= MAX_ENTRIES:
-            for old in list(_table)[: MAX_ENTRIES // 4]:
-                _table.pop(old, None)
-        _table[k] = value
+        if len(TABLE) >= MAX_ENTRIES:
+            for old in list(TABLE)[: MAX_ENTRIES // 4]:
+                TABLE.pop(old, None)
+        TABLE[k] = value
 
 
 def _sources(slots: list, inputs: list):
@@ -180,8 +184,8 @@ def inputs_of(entry: Entry, slots: list) -> list:
 def clear() -> None:
     """Forget every signature (tests; the registry's records are keyed by identity anyway)."""
     with _lock:
-        _table.clear()
+        TABLE.clear()
 
 
 def size() -> int:
-    return len(_table)
+    return len(TABLE)

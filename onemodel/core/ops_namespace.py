@@ -37,19 +37,23 @@ class OpsNamespace(types.ModuleType):
     def __init__(self):
         super().__init__("onemodel.ops", "Every op contributed by an installed plugin.")
         self._cache: dict[str, OpFunction] = {}
-        self._tables = None
+        REGISTRY.on_change(self._forget)
 
     def __getattr__(self, name: str) -> OpFunction:
+        """Resolve ``name`` once and keep it as a plain attribute (a module ``__getattr__`` costs
+        more than a small op's kernel); `_forget` drops them when plugins change."""
         if name.startswith("__"):
             raise AttributeError(name)
-        tables = REGISTRY.tables()
-        if tables is not self._tables:
-            self._cache.clear()
-            self._tables = tables
         fn = self._cache.get(name)
         if fn is None:
             fn = self._cache[name] = OpFunction(get_op(name))
+            self.__dict__[name] = fn
         return fn
+
+    def _forget(self) -> None:
+        for name in list(self._cache):
+            self.__dict__.pop(name, None)
+        self._cache.clear()
 
     def __dir__(self):
         return sorted(REGISTRY.tables().ops)

@@ -77,6 +77,7 @@ class Registry:
         self._infos: dict[str, PluginInfo] = {}
         self._load_errors: list[PluginError] = []
         self._tables: Tables | None = None
+        self._listeners: list = []
 
     # -- loading -------------------------------------------------------------------------
     def _load_entry_points(self) -> None:
@@ -291,7 +292,7 @@ class Registry:
                                   f"hook(s) {', '.join(unknown)}; the hooks are "
                                   f"{', '.join(self._hook_specs())}", plugin=name)
             self._info_for(name)
-            self._tables = None
+            self._changed()
             return name
 
     def _hook_names(self, plugin: object) -> list[str]:
@@ -321,7 +322,17 @@ class Registry:
             if plugin is not None:
                 self._pm.unregister(plugin)
             self._infos.pop(name, None)
-            self._tables = None
+            self._changed()
+
+    def on_change(self, callback) -> None:
+        """Call ``callback()`` whenever a plugin is added or removed (caches of resolved names,
+        such as ``om.ops``'s, drop what they hold)."""
+        self._listeners.append(callback)
+
+    def _changed(self) -> None:
+        self._tables = None
+        for callback in list(self._listeners):
+            callback()
 
     def tables(self) -> Tables:
         return self._ensure()
