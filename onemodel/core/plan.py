@@ -218,14 +218,31 @@ class _Bound:
         return self.fn(*arrays, **self.params)
 
 
+def literal(v) -> str | None:
+    """Python source that evaluates to ``v`` itself (same type, same bits), or None when there is
+    none. Generated code inlines such values and passes anything else as a closure constant:
+    ``repr`` alone prints ``inf``/``nan`` (names Python cannot read back) and ``np.float32(1.0)``
+    for numpy scalars, and an int or str subclass may print anything."""
+    t = type(v)
+    if v is None or t is bool or t is int or t is str:
+        return repr(v)
+    if t is float:
+        if math.isfinite(v):
+            return repr(v)  # the shortest repr round-trips exactly, -0.0 and subnormals included
+        sign = "-" if math.copysign(1.0, v) < 0 else ""
+        return f"{sign}float({'nan' if math.isnan(v) else 'inf'!r})"
+    if t is tuple or t is list:
+        parts = [literal(x) for x in v]
+        if any(p is None for p in parts):
+            return None
+        if t is list:
+            return "[" + ", ".join(parts) + "]"
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+    return None
+
+
 def _is_literal(v) -> bool:
-    if v is None or isinstance(v, (bool, int, str)):
-        return True
-    if isinstance(v, float):
-        return math.isfinite(v)
-    if isinstance(v, (tuple, list)):
-        return all(_is_literal(x) for x in v)
-    return False
+    return literal(v) is not None
 
 
 def input_types(node: Node, types: Mapping[str, TensorType],
@@ -457,19 +474,19 @@ class Plan:
         args = ["None" if a is None else names[a] for a in st.args]
         if isinstance(fn, _Bound) and all(_is_literal(v) for v in fn.params.values()):
             kname = const(fn.fn)
-            kw = [f"{k}={v!r}" for k, v in fn.params.items()]
+            kw = [f"{k}={literal(v)}" for k, v in fn.params.items()]
         elif isinstance(fn, _Bound):
             kname = const(fn.fn)
             kw = []
             for k, v in fn.params.items():
                 if _is_literal(v):
-                    kw.append(f"{k}={v!r}")
+                    kw.append(f"{k}={literal(v)}")
                 else:
                     kw.append(f"{k}={const(v, 'p')}")
         else:
             kname = const(fn)
             kw = []
-        extra = [repr(v) if _is_literal(v) else const(v, "e") for v in pk.extra]
+        extra = [literal(v) if _is_literal(v) else const(v, "e") for v in pk.extra]
         call_args = ", ".join(args + extra + kw)
         outs = node.outputs
         if pk.kind == OUT:

@@ -36,6 +36,7 @@ def _chain_make(params, types):
         low.emit(substitute(tree, dict(zip(names, operands))), "out")
     source = (f"def chain({', '.join(ins)}, out):\n"
               + "".join(f"    {line}\n" for line in low.lines) + "    return out\n")
+    ns.update(low.constants)
     exec(source, ns)  # noqa: S102 - generated from checked formula trees
     # The output buffer may be an input's only if no input is read once the output is written.
     return PlanKernel(ns["chain"], OUT, inplace=not low.reads_after_first_write(set(ins)))

@@ -12,6 +12,8 @@ import ast
 
 import numpy as np
 
+from onemodel.core.plan import literal
+
 _BINARY = {ast.Add: "np.add", ast.Sub: "np.subtract", ast.Mult: "np.multiply",
            ast.Div: "np.divide", ast.Pow: "np.power"}
 _COMPARE = {ast.Lt: "np.less", ast.LtE: "np.less_equal", ast.Gt: "np.greater",
@@ -46,6 +48,8 @@ class Lowering:
         self._reads: list[set[str]] = []
         self._writes_out: list[bool] = []
         self._tmp = 0
+        #: constants with no exact literal (numpy scalars): the generated code's globals
+        self.constants: dict[str, object] = {}
 
     def line(self, code: str, reads: set[str], writes_out: bool) -> None:
         """Append one statement: the names it reads, whether it writes the output."""
@@ -62,7 +66,11 @@ class Lowering:
         if isinstance(node, ast.Name):
             return node.id
         if isinstance(node, ast.Constant):
-            return repr(node.value)
+            src = literal(node.value)  # inf, nan, -0.0 read back exactly; repr's 'inf' did not
+            if src is None:
+                src = f"_c{len(self.constants)}"
+                self.constants[src] = node.value
+            return src
         tmp = self._fresh()
         self.emit(node, tmp, fresh=True)
         return tmp

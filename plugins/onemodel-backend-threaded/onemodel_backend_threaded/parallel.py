@@ -30,7 +30,7 @@ from typing import Mapping
 import attrs
 
 from onemodel.core.interpreter import node_error
-from onemodel.core.plan import OUT, Plan, _CodeGen, _is_literal
+from onemodel.core.plan import OUT, Plan, _CodeGen, _is_literal, literal
 
 from .execute import Par, Run, execute
 
@@ -280,7 +280,7 @@ class ParallelPlan(Plan):
                         params[full] = None
                     args.append(f"{full}[{lo}:{hi}]" if sl else full)
                 k = const(fn)
-                extra_args = [repr(e) if _is_literal(e) else const(e, "e") for e in extra]
+                extra_args = [literal(e) if _is_literal(e) else const(e, "e") for e in extra]
                 call = ", ".join(args + extra_args)
                 o = st.node.outputs[0]
                 if info.kind == OUT:
