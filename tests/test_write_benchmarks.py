@@ -51,3 +51,23 @@ def test_replace_section_replaces_an_unmarked_section_once():
     assert "old table" not in out and "new table" in out and "## Other\n\nx" in out
     assert replace_section(out, "sessions", "## Sessions\n\nnewer\n", "## Sessions").count(
         "## Sessions") == 1
+
+
+def test_render_eager_dispatch_overhead_and_target():
+    from onemodel.tools.write_benchmarks import render_eager
+
+    def eager(case, mode, median):
+        return {"extra_info": {"suite": "eager", "case": case, "mode": mode, "shape": [16, 16]},
+                "stats": {"median": median}}
+
+    data = {"machine_info": {}, "benchmarks": [
+        eager("relu", "numpy", 1e-6), eager("relu", "kernel", 1e-6),
+        eager("relu", "cached", 4e-6), eager("relu", "uncached", 20e-6),
+        eager("sum", "numpy", 1e-6)]}  # incomplete: left out
+    text = render_eager(data)
+    assert "| `relu` | 1.0 µs | 1.0 µs | 4.0 µs | 20.0 µs | 3.0 µs | 3.0 µs | 4.0x |" in text
+    assert "`sum`" not in text and "16x16 float32" in text
+    assert "met (worst 3.0 µs)" in text
+    data["benchmarks"][2] = eager("relu", "cached", 7e-6)
+    assert "missed (worst 6.0 µs)" in render_eager(data)
+    assert render_eager({"benchmarks": []}) is None

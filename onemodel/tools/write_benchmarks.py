@@ -4,7 +4,7 @@
         --benchmark-json .benchmarks/latest.json
     python -m onemodel.tools.write_benchmarks [.benchmarks/latest.json] [--doc docs/benchmarks.md]
 
-Three sections are generated, each between ``<!-- BEGIN GENERATED: name -->`` and ``<!-- END
+Four sections are generated, each between ``<!-- BEGIN GENERATED: name -->`` and ``<!-- END
 GENERATED: name -->`` markers; everything outside the markers (the "Training step" section,
 notes on profiles) is kept as written:
 
@@ -16,7 +16,9 @@ notes on profiles) is kept as written:
   machine the numbers come from.
 * ``threads`` (benchmarks/test_bench_threads.py): sessions with default settings, interleaved:
   the numpy backend against itself with BLAS forced to one thread, and the threaded backend
-  against the numpy backend, with their targets.
+  against the numpy backend, with their targets;
+* ``eager`` (benchmarks/test_bench_eager.py): one eager op against the bare numpy call, the op's
+  kernel and the uncached path, with the dispatch overhead and its target.
 
 A section whose benchmarks are absent from the JSON is left as it is.
 """
@@ -336,6 +338,62 @@ def render_threads(data: dict) -> str | None:
     return "\n".join(lines) + "\n"
 
 
+# -- eager dispatch ----------------------------------------------------------------------------
+EAGER_MODES = ("numpy", "kernel", "cached", "uncached")
+#: dispatch overhead per op on a repeated signature (cached call minus the op's kernel), at most
+EAGER_TARGET_US = 5.0
+
+
+def render_eager(data: dict) -> str | None:
+    rows: dict[str, dict[str, float]] = {}
+    shape = None
+    for b in data["benchmarks"]:
+        info = b.get("extra_info", {})
+        if info.get("suite") == "eager":
+            rows.setdefault(info["case"], {})[info["mode"]] = b["stats"]["median"]
+            shape = info.get("shape", shape)
+    rows = {k: v for k, v in rows.items() if all(m in v for m in EAGER_MODES)}
+    if not rows:
+        return None
+    mi = data.get("machine_info", {})
+    cpu = mi.get("cpu", {}).get("brand_raw") or platform.processor() or "unknown CPU"
+    dims = "x".join(map(str, shape or ()))
+    lines = [
+        "## Eager dispatch",
+        "",
+        f"`benchmarks/test_bench_eager.py` (`make bench`): one op applied eagerly to {dims} "
+        "float32 tensors, against the bare numpy call it wraps, the op's own kernel called "
+        "directly with the call already bound, and the full path with the signature cache "
+        "emptied before every call (binding, inference and output checks each time, as before "
+        "the cache). BLAS limited to one thread with threadpoolctl. Medians; \"dispatch\" is "
+        "the cached call minus the kernel (what the core adds), \"over numpy\" the cached call "
+        "minus the bare numpy call (the plugin kernel's own work included), \"/ numpy\" their "
+        "ratio.",
+        "",
+        f"Machine: {cpu}, Python {mi.get('python_version', platform.python_version())}, numpy "
+        f"{_numpy_version()}; 2 cores shared with other work.",
+        "",
+        "| call | numpy | op kernel | OneModel | uncached | dispatch | over numpy | / numpy |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    worst = 0.0
+    for case, m in rows.items():
+        dispatch = (m["cached"] - m["kernel"]) * 1e6
+        worst = max(worst, dispatch)
+        lines.append(f"| `{case}` | {fmt(m['numpy'])} | {fmt(m['kernel'])} | {fmt(m['cached'])} "
+                     f"| {fmt(m['uncached'])} | {dispatch:.1f} µs | "
+                     f"{(m['cached'] - m['numpy']) * 1e6:.1f} µs | "
+                     f"{m['cached'] / m['numpy']:.1f}x |")
+    verdict = "met" if worst < EAGER_TARGET_US else "missed"
+    lines += ["", f"Target: under {EAGER_TARGET_US:g} µs of dispatch overhead per op on a "
+                  f"repeated signature: {verdict} (worst {worst:.1f} µs).",
+              "", "To reproduce:", "", "```text",
+              "python -m pytest benchmarks/test_bench_eager.py --benchmark-only -p no:randomly "
+              "--benchmark-json=/tmp/eager.json",
+              "python -m onemodel.tools.write_benchmarks /tmp/eager.json", "```"]
+    return "\n".join(lines) + "\n"
+
+
 # -- the document ------------------------------------------------------------------------------
 def _markers(name: str) -> tuple[str, str]:
     return (f"<!-- BEGIN GENERATED: {name} (python -m onemodel.tools.write_benchmarks) -->",
@@ -371,7 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, heading, render in (("sessions", "## Sessions", render_sessions),
                                   ("backends", "## Backends and ONNX Runtime",
                                    render_backends),
-                                  ("threads", "## Threads", render_threads)):
+                                  ("threads", "## Threads", render_threads),
+                                  ("eager", "## Eager dispatch", render_eager)):
         body = render(data)
         if body is not None:
             text = replace_section(text, name, body, heading)
