@@ -13,7 +13,8 @@ from every parallel run after it.)
 
 The cost model says where parallelism *should* pay; whether it does depends on the machine at
 the time (a core busy with other work, a CPU sharing its FMA units). So the first runs go round
-the candidates, then the fastest (median of its recent timings) runs, and every `PROBE`-th run
+the candidates, then the fastest (median of its recent timings; the parallel plan only when it
+is at least 5 % faster than the sequential one) runs, and every `PROBE`-th run
 times another one again, so a change in the machine's load is noticed within a few dozen runs.
 Probing costs at most 1/`PROBE` of the difference between the candidates.
 """
@@ -28,7 +29,9 @@ WARMUP_ROUNDS = 3
 #: after the warm-up, one run in PROBE times a candidate not chosen (in turn)
 PROBE = 16
 #: timings kept per candidate (their median decides)
-WINDOW = 5
+WINDOW = 7
+#: a candidate other than the sequential plan must be at least this much faster to be chosen
+MARGIN = 0.95
 
 
 class AdaptivePlan:
@@ -67,12 +70,17 @@ class AdaptivePlan:
         return out
 
     def _choose(self) -> None:
-        best, best_t = self.choice, None
-        for i, ts in enumerate(self.times):
-            if ts:
-                t = sorted(ts)[len(ts) // 2]
-                if best_t is None or t < best_t:
-                    best, best_t = i, t
+        """The fastest candidate by median; another than the first (the sequential plan, which
+        keeps only the calling thread busy) only when it beats the first by `MARGIN`, so noise
+        on a busy machine does not hand work to threads for nothing."""
+        medians = [sorted(ts)[len(ts) // 2] if ts else None for ts in self.times]
+        base = medians[0]
+        best, best_t = 0, base
+        for i, t in enumerate(medians[1:], 1):
+            if t is None or (base is not None and t > MARGIN * base):
+                continue
+            if best_t is None or t < best_t:
+                best, best_t = i, t
         self.choice = best
 
     @property
@@ -85,4 +93,4 @@ class AdaptivePlan:
                 f"{self.source}")
 
 
-__all__ = ["AdaptivePlan", "WARMUP_ROUNDS", "PROBE", "WINDOW"]
+__all__ = ["AdaptivePlan", "WARMUP_ROUNDS", "PROBE", "WINDOW", "MARGIN"]
