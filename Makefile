@@ -20,6 +20,9 @@ venv: $(STAMP)
 
 demo: $(STAMP)
 	$(PY) -m onemodel.demo
+	@echo
+	@echo "next, the command line on the files the demo left (or 'source $(VENV)/bin/activate' first):"
+	@echo "  $(VENV)/bin/onemodel info demo-output/glyphs.onemodel"
 
 test: $(STAMP)
 	$(PY) -m pytest
