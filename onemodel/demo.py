@@ -21,6 +21,7 @@ import numpy as np
 
 import onemodel as om
 from onemodel import Tensor
+from onemodel.tools.progress import Bar as ProgressBar
 
 SIZE = 12
 N_CLASSES = 10
@@ -104,32 +105,6 @@ def build_model(kind: str = "cnn") -> om.nn.NnModule:
         return nn.Sequential(nn.Flatten(), nn.Linear(SIZE * SIZE, 128), nn.ReLU(),
                              nn.Linear(128, N_CLASSES))
     raise ValueError(f"unknown model kind {kind!r}: use 'cnn' or 'mlp'")
-
-
-class ProgressBar:
-    """A plain-text progress bar: redrawn in place on a terminal, one line per epoch otherwise."""
-
-    def __init__(self, total: int, label: str, stream=None, width: int = 30) -> None:
-        self.total, self.label, self.width = total, label, width
-        self.stream = stream if stream is not None else sys.stderr
-        self.live = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.start = time.perf_counter()
-
-    def _line(self, done: int, info: str) -> str:
-        filled = int(self.width * done / max(self.total, 1))
-        bar = "#" * filled + "-" * (self.width - filled)
-        return f"{self.label} [{bar}] {done}/{self.total} {info}"
-
-    def update(self, done: int, info: str = "") -> None:
-        if self.live:
-            self.stream.write("\r" + self._line(done, info))
-            self.stream.flush()
-
-    def close(self, info: str = "") -> None:
-        secs = time.perf_counter() - self.start
-        line = self._line(self.total, f"{info} ({secs:.1f}s)")
-        self.stream.write(("\r" if self.live else "") + line + "\n")
-        self.stream.flush()
 
 
 @dataclass

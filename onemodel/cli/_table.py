@@ -42,7 +42,7 @@ def fit(natural: list[int], minimum: list[int], width: int | None) -> list[int]:
 
 
 def _wrap(cell: str, width: int) -> list[str]:
-    return textwrap.wrap(cell, width, break_long_words=True, break_on_hyphens=False) or [""]
+    return textwrap.wrap(cell, width, break_long_words=True, break_on_hyphens=True) or [""]
 
 
 def render(headers: list[str], rows: list[list[str]], markdown: bool = False,
@@ -66,7 +66,7 @@ def render(headers: list[str], rows: list[list[str]], markdown: bool = False,
              for i in range(len(headers))]
     widths = fit(natural, [min(w, n) for w, n in zip(words, natural)], width)
     if width is not None and sum(widths) + GAP * (len(widths) - 1) > width:
-        widths = fit(natural, hard, width)
+        widths = fit(widths, hard, width)  # words must break: the widest column's first
     out = [_line(headers, widths), _line(["-" * w for w in widths], widths)]
     for r in rows:
         cells = [_wrap(c, w) if len(c) > w else [c] for c, w in zip(r, widths)]

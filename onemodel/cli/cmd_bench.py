@@ -7,6 +7,7 @@ import sys
 import tempfile
 
 from ._models import CliInputError, load_model
+from ..tools.progress import Stages
 from ._table import render, wrap_text
 
 EPILOG = """examples:
@@ -72,38 +73,6 @@ def _positive(name: str, value: int | None, allow_zero: bool = False) -> None:
                             f"got {value}")
 
 
-class Progress:
-    """One status line on stderr, rewritten in place on a terminal; one line per stage
-    otherwise (logs stay readable)."""
-
-    def __init__(self, total: int, stream=None) -> None:
-        self.total = total
-        self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
-        self.index = 0
-        self.name = ""
-
-    def stage(self, name: str) -> None:
-        self.index += 1
-        self.name = name
-        if not self.tty:
-            print(f"[{self.index}/{self.total}] timing {name} ...", file=self.stream,
-                  flush=True)
-        else:
-            self.update(0, 1)
-
-    def update(self, done: int, runs: int) -> None:
-        if self.tty:
-            self.stream.write(f"\r\033[K[{self.index}/{self.total}] {self.name}: "
-                              f"{done}/{runs} runs")
-            self.stream.flush()
-
-    def finish(self) -> None:
-        if self.tty:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
-
-
 def run(args) -> int:
     import onemodel as om
     from ..core.threads import cores
@@ -132,13 +101,13 @@ def run(args) -> int:
     ort_version = None if args.no_ort else onnxruntime_version()
     ort_threads = sorted({1, threads}) if ort_version else []
     stages = len(backends) + len(ort_threads)
-    progress = Progress(stages)
+    progress = Stages(stages)
     rows: list[tuple[str, object]] = []
     notes: list[str] = []
     used: dict[str, int] = {}
     try:
         for b in backends:
-            progress.stage(b)
+            progress.stage(f"timing {b}")
             with om.Session(traced, backend=b, optimization=args.optimization,
                             threads=args.threads) as s:
                 used[b] = s.threads
@@ -157,7 +126,7 @@ def run(args) -> int:
                         path = None
                 for n in ort_threads if path else ():
                     name = f"onnxruntime {ort_version} ({n} thread{'s' if n > 1 else ''})"
-                    progress.stage(name)
+                    progress.stage(f"timing {name}")
                     try:
                         call = ort_runner(path, n, feeds)
                         rows.append((name, time_calls(call, args.runs, args.warmup,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from ..tools.progress import Stages
 from . import CliError
 
 FORMATS = {".onemodel": "OneModel", ".onnx": "ONNX"}
@@ -45,17 +46,23 @@ def run(args) -> int:
         raise CliError("--opset only applies to a .onnx output")
     if os.path.abspath(args.input) == os.path.abspath(args.output):
         raise CliError("IN and OUT are the same file")
-    graph = load_onnx(args.input) if src == ".onnx" else load_graph(args.input)
-    if dst == ".onnx":
-        from ..formats.onnx_export import DEFAULT_OPSET
+    progress = Stages(2)  # a big model takes a while to read and to write: say which
+    try:
+        progress.stage(f"loading {args.input}")
+        graph = load_onnx(args.input) if src == ".onnx" else load_graph(args.input)
+        progress.stage(f"writing {args.output} ({len(graph.nodes)} nodes)")
+        if dst == ".onnx":
+            from ..formats.onnx_export import DEFAULT_OPSET
 
-        save_onnx(graph, args.output, opset=args.opset)
-        detail = f"ONNX opset {args.opset or DEFAULT_OPSET}"
-    else:
-        save_graph(graph, args.output)
-        from ..formats import FORMAT_VERSION
+            save_onnx(graph, args.output, opset=args.opset)
+            detail = f"ONNX opset {args.opset or DEFAULT_OPSET}"
+        else:
+            save_graph(graph, args.output)
+            from ..formats import FORMAT_VERSION
 
-        detail = f"OneModel format {FORMAT_VERSION}"
+            detail = f"OneModel format {FORMAT_VERSION}"
+    finally:
+        progress.finish()
     print(f"wrote {args.output} ({detail}): {len(graph.nodes)} nodes, "
           f"{len(graph.initializers)} initializers")
     return 0

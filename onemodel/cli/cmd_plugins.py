@@ -34,6 +34,12 @@ def run(args) -> int:
         overrides = "; ".join(info.overrides) or "-"
         rows.append([info.name, info.distribution or "(registered at run time)",
                      info.version or "-", contributes or "-", overrides, errors])
-    print(render(["plugin", "distribution", "version", "contributes", "overrides", "errors"], rows,
-                 markdown=args.markdown))
+    headers = ["plugin", "distribution", "version", "contributes", "overrides", "errors"]
+    if not args.markdown:  # a terminal has no room for columns of dashes: say it in a line
+        empty = [i for i in (4, 5) if all(r[i] == "-" for r in rows)]
+        headers = [h for i, h in enumerate(headers) if i not in empty]
+        rows = [[c for i, c in enumerate(r) if i not in empty] for r in rows]
+    print(render(headers, rows, markdown=args.markdown))
+    if not args.markdown and "errors" not in headers:
+        print("no load errors" + ("; no overrides" if "overrides" not in headers else ""))
     return 0
