@@ -94,6 +94,7 @@ class BlasLimiter:
         self._next = 0
         self._limit = 0                   # the limit set now (0: none in flight)
         self._saved: list[tuple[_Lib, int]] = []
+        self._cores = 0                   # cores(), read once (a system call per run is 2 us)
 
     def libs(self) -> list[_Lib]:
         if self._libs is None:
@@ -102,7 +103,9 @@ class BlasLimiter:
 
     def enter(self, n: int) -> int:
         """Note a run that may use ``n`` BLAS threads; returns its token."""
-        n = max(1, min(int(n), cores()))
+        if not self._cores:
+            self._cores = cores()
+        n = max(1, min(int(n), self._cores))
         with self._lock:
             self._next += 1
             token = self._next
@@ -148,6 +151,7 @@ class BlasLimiter:
         self._active = {}
         self._limit = 0
         self._saved = []
+        self._cores = 0
 
 
 BLAS = BlasLimiter()
