@@ -117,10 +117,16 @@ def test_onnx_bytes_flipped_or_truncated(work, data):
 _NASTY_STRINGS = ["", "../evil", "/etc/passwd", "C:\\x", "os.system", "__import__('os')",
                   "data/0.bin", "manifest.json", "f32", "f128", "bool", "batch", "batch*2",
                   "(batch//0)", "-batch", "a" * 2000, "x\x00y", "\u202e", "$tuple", "input",
-                  "output", "0", "1", "relu", "Bad-Op"]
+                  "output", "0", "1", "relu", "Bad-Op", "1//0", "1%0", "batch+1//0", "batch%0",
+                  "s" + "//2" * 300]
 _INTS = [0, 1, -1, 2, 3, 12, 2 ** 31, 2 ** 40, 2 ** 40 + 1, 2 ** 63, -2 ** 63, 10 ** 30]
+# special floats reach generated code through params ({"$float": ...} is how a file writes them)
+_SPECIAL_FLOATS = [{"$float": "inf"}, {"$float": "-inf"}, {"$float": "nan"}, -0.0, 5e-324,
+                   1.401298464324817e-45, 3.4028234663852886e38, -3.4028234663852886e38,
+                   1.7976931348623157e308]
 _leaf = (st.none() | st.booleans() | st.sampled_from(_INTS) | st.integers(-5, 40)
-         | st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(_NASTY_STRINGS))
+         | st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(_NASTY_STRINGS)
+         | st.sampled_from(_SPECIAL_FLOATS))
 _TAGS = ["$tuple", "$dim", "$dtype", "$float", "$dict", "$slice", "$ellipsis", "$pickle",
          "name", "dtype", "shape", "data", "byte_length", "value", "op", "inputs", "outputs"]
 
@@ -148,7 +154,7 @@ def _mutate_manifest(data, manifest: dict) -> str:
     parent = get_path(manifest, path[:-1])
     key = path[-1]
     action = data.draw(st.sampled_from(["delete", "replace", "replace", "duplicate", "swap",
-                                        "self_reference", "resize"]))
+                                        "self_reference", "resize", "bloat"]))
     if action == "delete":
         del parent[key]
     elif action == "duplicate" and isinstance(parent, list):
@@ -172,19 +178,38 @@ def _mutate_manifest(data, manifest: dict) -> str:
             init["shape"] = data.draw(st.lists(st.sampled_from(_INTS + [5, 7]), max_size=4))
             n = math.prod(d for d in init["shape"] if isinstance(d, int))
             init["byte_length"] = data.draw(st.sampled_from([n * 4, n, -n, 0, 2 ** 62]))
+    elif action == "bloat":  # around the limits (the element limit is lowered by the test)
+        if data.draw(st.booleans()):
+            value = 0
+            for _ in range(data.draw(st.sampled_from([60, 95, 101, 150, 900]))):
+                value = [value] if data.draw(st.booleans()) else {"a": value}
+        else:
+            value = [{}] * data.draw(st.sampled_from([100, _FUZZ_ELEMENTS // 2,
+                                                      _FUZZ_ELEMENTS + 1, 20000]))
+        parent[key] = value
     else:
         parent[key] = data.draw(nasty_json)
     return f"{action} {path}"
 
 
+#: the manifest element limit while fuzzing (the real one, 4 million, is too slow to reach)
+_FUZZ_ELEMENTS = 5000
+
+
 @fuzz(600)
 @given(data=st.data())
 def test_onemodel_manifest_fields_changed_or_removed(work, data):
+    from unittest import mock
+
+    from onemodel.formats import onemodel_file
+
     folder, seeds = work
     manifest, entries = read_zip(_seed(data, seeds["onemodel"]))
     for _ in range(data.draw(st.integers(1, 3))):
-        _mutate_manifest(data, manifest)
-    _check(folder, write_zip(entries, manifest), ".onemodel")
+        if _mutate_manifest(data, manifest).startswith("bloat"):
+            break  # the last edit: the next would walk all of it
+    with mock.patch.object(onemodel_file, "MAX_MANIFEST_ELEMENTS", _FUZZ_ELEMENTS):
+        _check(folder, write_zip(entries, manifest), ".onemodel")
 
 
 # -- archive-level mutations ---------------------------------------------------------------------
@@ -199,9 +224,10 @@ def test_onemodel_zip_entries(work, data):
     folder, seeds = work
     manifest, entries = read_zip(_seed(data, seeds["onemodel"]))
     items = list(entries.items())
-    compress = set()
+    compress, overlap = set(), set()
     for _ in range(data.draw(st.integers(1, 3))):
-        action = data.draw(st.sampled_from(["add", "rename", "drop", "duplicate", "deflate"]))
+        action = data.draw(st.sampled_from(["add", "rename", "drop", "duplicate", "deflate",
+                                            "overlap"]))
         if action == "add":
             items.append((data.draw(st.sampled_from(_ENTRY_NAMES)),
                           data.draw(st.binary(max_size=64))))
@@ -212,9 +238,16 @@ def test_onemodel_zip_entries(work, data):
             items.pop(data.draw(st.integers(0, len(items) - 1)))
         elif action == "duplicate" and items:
             items.append(items[data.draw(st.integers(0, len(items) - 1))])
+        elif action == "overlap":
+            overlap.update(data.draw(st.sets(st.sampled_from([n for n, _ in items] or ["x"]),
+                                             min_size=1, max_size=4)))
         else:
             compress.add(data.draw(st.sampled_from([n for n, _ in items] or ["x"])))
     blob = write_zip(items, compress=compress)
+    shared = [n for n, _ in items if n in overlap]
+    if shared:  # these entries all read one block (the first one's bytes)
+        block = dict(items)[shared[0]]
+        blob = hostile.overlapping_zip(shared, block, {n: b for n, b in items if n not in overlap})
     if data.draw(st.booleans()) and items:  # and lie about one entry's sizes
         name = data.draw(st.sampled_from([n for n, _ in items]))
         sizes = [0, 1, 12, 2 ** 31, 2 ** 32 - 1]
@@ -235,7 +268,7 @@ def _mutate_onnx(data, m) -> None:
     g = m.graph
     A = onnx.AttributeProto
     kind = data.draw(st.sampled_from(["attribute", "node_io", "input_dims", "initializer",
-                                      "initializer_values", "op_type", "opset"]))
+                                      "initializer_values", "op_type", "opset", "redefine"]))
     nodes = list(g.node)
     if kind == "attribute" and nodes:
         n = data.draw(st.sampled_from(nodes))
@@ -276,10 +309,10 @@ def _mutate_onnx(data, m) -> None:
         if tt.shape.dim and data.draw(st.booleans()):
             d = data.draw(st.sampled_from(list(tt.shape.dim)))
             if data.draw(st.booleans()):
-                d.dim_value = data.draw(st.sampled_from([0, 1, 5, 2 ** 40, 2 ** 62]))
+                d.dim_value = data.draw(st.sampled_from([0, 1, 5, 2 ** 40, 2 ** 62, -1, -3]))
             else:
                 d.dim_param = data.draw(st.sampled_from(["N", "a+b", "3*", "", "x y", "batch",
-                                                         "(" * 300]))
+                                                         "(" * 300, "N//0", "1%0", "batch+1//0"]))
         else:
             tt.elem_type = data.draw(st.sampled_from([0, 1, 7, 8, 9, 16]))
     elif kind in ("initializer", "initializer_values") and g.initializer:
@@ -299,12 +332,23 @@ def _mutate_onnx(data, m) -> None:
                 st.sampled_from(_ONNX_INTS))
         else:
             t.data_type = data.draw(st.sampled_from([1, 2, 7, 8, 9, 10, 11, 16]))
+    elif kind == "redefine":  # a second definition of a value: node output or initializer
+        if g.initializer and data.draw(st.booleans()):
+            g.initializer.append(data.draw(st.sampled_from(list(g.initializer))))
+        elif nodes:
+            n = data.draw(st.sampled_from(nodes))
+            taken = [o for m in nodes for o in m.output] + [i.name for i in g.input] + [
+                t.name for t in g.initializer]
+            if n.output:
+                n.output[data.draw(st.integers(0, len(n.output) - 1))] = data.draw(
+                    st.sampled_from(taken))
     elif kind == "op_type" and nodes:
         data.draw(st.sampled_from(nodes)).op_type = data.draw(st.sampled_from(_ONNX_OPS))
     else:
         for o in m.opset_import:
             if o.domain in ("", "ai.onnx"):
-                o.version = data.draw(st.sampled_from([1, 7, 11, 13, 17, 21, 99]))
+                o.version = data.draw(st.sampled_from([1, 7, 11, 13, 17, 21, 99, 0, -5,
+                                                       2 ** 62]))
 
 
 @fuzz(1000)
