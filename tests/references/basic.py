@@ -313,6 +313,8 @@ REFERENCES = {
     "equal": _compare(lambda a, b: a == b),
     "not_equal": _compare(lambda a, b: a != b),
     "matmul": _matmul,
+    "matmul_t": lambda a, b, transpose_a=False, transpose_b=False: _matmul(
+        np.swapaxes(a, -1, -2) if transpose_a else a, np.swapaxes(b, -1, -2) if transpose_b else b),
     "transpose": _transpose,
     "permute": lambda x, axes: np.einsum(x, list(range(x.ndim)), [a % x.ndim for a in axes]),
     "reshape": _reshape,

@@ -257,7 +257,27 @@ def hardswish(x):
     return np.array(flat).reshape(np.shape(x))
 
 
+_ACTIVATIONS = {
+    "relu": lambda y: np.where(y > 0, y, 0.0),
+    "sigmoid": lambda y: 1.0 / (1.0 + np.exp(-y)),
+    "tanh": np.tanh,
+    "gelu": gelu,
+    "gelu_tanh": lambda y: gelu(y, approximate="tanh"),
+}
+
+
+def fused_linear(x, weight, bias=None, activation="relu"):
+    return _ACTIVATIONS[activation](linear(x, weight, bias))
+
+
+def fused_conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
+                 activation="relu"):
+    return _ACTIVATIONS[activation](conv2d(x, weight, bias, stride, padding, dilation, groups))
+
+
 REFERENCES = {
+    "fused_linear": fused_linear,
+    "fused_conv2d": fused_conv2d,
     "hardsigmoid": hardsigmoid,
     "hardswish": hardswish,
     "linear": linear,
