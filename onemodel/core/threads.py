@@ -63,6 +63,14 @@ class _Lib:
         self.name = f"{controller.internal_api} {controller.version}"
         self.get = controller.get_num_threads
         self.set = getattr(controller, "_real_set_num_threads", controller.set_num_threads)
+        if controller.internal_api == "openblas":
+            # the C functions themselves: a third of the cost of threadpoolctl's wrappers,
+            # which look the symbol up on every call (this runs twice per session run)
+            find = getattr(controller, "_get_symbol", None)
+            get = find("openblas_get_num_threads") if find else None
+            set_ = find("openblas_set_num_threads") if find else None
+            if get is not None and set_ is not None:
+                self.get, self.set = get, set_
 
 
 def _find_libs() -> list[_Lib]:
