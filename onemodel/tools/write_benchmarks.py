@@ -290,8 +290,9 @@ def render_threads(data: dict) -> str | None:
         "## Threads",
         "",
         "`benchmarks/test_bench_threads.py` (`make bench`): sessions with default settings, "
-        "interleaved (every round runs each way once, the order rotating) so that the load of "
-        "the shared machine hits all alike; medians. *numpy* is a numpy-backend session "
+        "interleaved (every round runs each way a few times in a row, the first run untimed, "
+        "the order rotating) so that the load of the shared machine hits all alike; medians. "
+        "*numpy* is a numpy-backend session "
         f"(`threads=1`: BLAS bounded to one thread inside each run, the process's BLAS left at "
         f"its default of {any_info.get('blas_default', '?')} threads), *numpy, BLAS 1* the same "
         "session with BLAS forced to one thread for the whole process, *threaded* a "
