@@ -24,8 +24,9 @@ def create(**options) -> PlanBackend:
 @hookimpl
 def onemodel_backends():
     return (BackendDef(name="numpy", create=create,
-                       doc="Single-threaded numpy: one generated function per shape signature, "
-                           "buffers reused by liveness."),)
+                       doc="Numpy on the calling thread: one generated function per shape "
+                           "signature, buffers reused by liveness; threads=1 by default "
+                           "(BLAS bounded to threads inside each run)."),)
 
 
 @hookimpl

@@ -16,4 +16,5 @@ def onemodel_backends():
     return (BackendDef(name="threaded", create=create,
                        doc="The numpy backend's plans run on a thread pool: independent "
                            "branches at once, large nodes split along the batch axis, BLAS "
-                           "capped to one thread; sequential where that does not pay."),)
+                           "capped to one thread; sequential where that does not pay. threads "
+                           "defaults to every core (the caller and threads-1 workers)."),)
