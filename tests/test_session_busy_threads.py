@@ -25,9 +25,13 @@ import numpy as np
 import onemodel as om
 from tests import session_models as models
 
+import threadpoolctl
 mlp_fn, mlp_shape = models.mlp()
 br_fn, br_shape = models.branches()
-mlp, branches = models.trace(mlp_fn, mlp_shape), models.trace(br_fn, br_shape)
+# tracing runs eager ops: at one BLAS thread, so that no OpenBLAS worker is left spinning on a
+# core for seconds afterwards (eager code's BLAS threads are the user's; sessions are checked)
+with threadpoolctl.threadpool_limits(1, user_api="blas"):
+    mlp, branches = models.trace(mlp_fn, mlp_shape), models.trace(br_fn, br_shape)
 # default settings: the numpy backend's (1 thread) and the threaded backend's (every core)
 sessions = [(mlp.create_session(), mlp_shape), (mlp.create_session(), mlp_shape),
             (branches.create_session(), br_shape),
