@@ -484,3 +484,7 @@ ONNX = {
     "embedding": OnnxSpec(export=_export_embedding),
     "scaled_dot_product_attention": OnnxSpec(export=_export_sdpa),
 }
+
+from .onnx_rnn import ONNX as _RNN_ONNX  # noqa: E402  (lstm and gru, in a file of their own)
+
+ONNX.update(_RNN_ONNX)

@@ -10,7 +10,7 @@ import attrs
 from onemodel.registry import hookimpl
 
 from . import (activation, attention, conv, ctc, dropout, embedding, fused, hard, linear, losses,
-               norm, pool)
+               norm, pool, rnn)
 from .passes import PASSES
 
 from .onnx_mapping import ONNX
@@ -18,7 +18,8 @@ from .onnx_mapping import ONNX
 
 def all_ops():
     ops = (*linear.OPS, *conv.OPS, *pool.OPS, *norm.OPS, *activation.OPS, *dropout.OPS,
-           *embedding.OPS, *attention.OPS, *losses.OPS, *ctc.OPS, *hard.OPS, *fused.OPS)
+           *embedding.OPS, *attention.OPS, *losses.OPS, *ctc.OPS, *hard.OPS, *fused.OPS,
+           *rnn.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 
