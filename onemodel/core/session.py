@@ -105,6 +105,10 @@ def _resolve_graph(model: Any) -> Graph:
     return as_graph(model, "Session (or a model file path)")
 
 
+#: feed signatures whose checked sizes a session remembers (cleared when full)
+_FEED_CACHE = 64
+
+
 class Session:
     """A graph ready to run: optimised at ``optimization`` and compiled by ``backend``.
 
@@ -169,11 +173,50 @@ class Session:
                         for o, v in g.outputs]
         self._input_values = list(g.inputs)
         self._guards = guards.merge(graph.guards, g.guards)  # a pass may drop them: keep the traced
+        self._feed_envs: dict = {}  # feed signature -> sizes of the symbolic axes
         self._output_set = frozenset(g.output_names)
         self._all_outputs = tuple(g.output_names)
 
     # -- feeds ---------------------------------------------------------------------------------
     def _check_feeds(self, feeds: Mapping) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+        known = self._feed_signature(feeds)
+        if known is not None:
+            env = self._feed_envs.get(known[0])
+            if env is not None:  # these dtypes and shapes passed every check before
+                return known[1], dict(env)
+        arrays, env = self._check_feeds_fully(feeds)
+        if known is not None:
+            if len(self._feed_envs) >= _FEED_CACHE:
+                self._feed_envs.clear()
+            self._feed_envs[known[0]] = dict(env)
+        return arrays, env
+
+    def _feed_signature(self, feeds) -> tuple[tuple, dict[str, np.ndarray]] | None:
+        """``(dtypes and shapes of the inputs in order, arrays)`` for a plain dict feeding every
+        input an ndarray or Tensor and nothing else, else None (then every check runs). The
+        checks depend only on this signature, so its environment is cached: rebuilding the
+        symbolic sizes cost 4-20 us a run, a tenth of a small model's latency."""
+        if type(feeds) is not dict or len(feeds) != len(self._input_values):
+            return None
+        arrays: dict[str, np.ndarray] = {}
+        sig: list = []
+        for v in self._input_values:
+            x = feeds.get(v.name)
+            cls = type(x)
+            if cls is np.ndarray:
+                arr = x
+            elif cls is Tensor:
+                arr = x._data
+                if type(arr) is not np.ndarray:
+                    return None
+            else:
+                return None
+            arrays[v.name] = arr
+            sig.append(arr.dtype)
+            sig.append(arr.shape)
+        return tuple(sig), arrays
+
+    def _check_feeds_fully(self, feeds: Mapping) -> tuple[dict[str, np.ndarray], dict[str, int]]:
         if not isinstance(feeds, Mapping):
             raise SessionError(f"feeds must be a mapping of input name to Tensor or numpy array, "
                                f"got {type(feeds).__name__}")
