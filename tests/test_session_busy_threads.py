@@ -39,7 +39,7 @@ sessions = [(mlp.create_session(), mlp_shape), (mlp.create_session(), mlp_shape)
 if len(sys.argv) > 1:  # a control run: the numpy sessions let BLAS use every core
     from onemodel.core.threads import BLAS, cores
     enter = BLAS.enter
-    BLAS.enter = lambda n: enter(cores())
+    BLAS.enter = lambda n, token: enter(cores(), token)
 budget = sum(s.threads for s, _ in sessions)
 stop = threading.Event()
 runs = [0] * len(sessions)

@@ -205,14 +205,20 @@ def limiter(n=8):
     return b, lib
 
 
+def enter(b, n):
+    token = object()
+    b.enter(n, token)
+    return token
+
+
 def test_limiter_takes_the_smallest_request_in_flight_and_restores(monkeypatch):
     monkeypatch.setattr("onemodel.core.threads.cores", lambda: 16)
     b, lib = limiter(8)
-    t4 = b.enter(4)
+    t4 = enter(b, 4)
     assert lib.n == 4
-    t2 = b.enter(2)
+    t2 = enter(b, 2)
     assert lib.n == 2                 # the stricter run wins while both are in flight
-    t6 = b.enter(6)
+    t6 = enter(b, 6)
     assert lib.n == 2
     b.exit(t2)
     assert lib.n == 4
@@ -227,14 +233,14 @@ def test_limiter_takes_the_smallest_request_in_flight_and_restores(monkeypatch):
 def test_limiter_touches_nothing_when_blas_is_already_there():
     b, lib = limiter(1)
     for _ in range(5):
-        b.exit(b.enter(1))
+        b.exit(enter(b, 1))
     assert lib.sets == 0
 
 
 def test_limiter_caps_requests_at_the_cores(monkeypatch):
     monkeypatch.setattr("onemodel.core.threads.cores", lambda: 2)
     b, lib = limiter(1)
-    t = b.enter(64)
+    t = enter(b, 64)
     assert lib.n == 2
     b.exit(t)
     assert lib.n == 1
@@ -250,8 +256,9 @@ def test_limiter_under_concurrent_runs_never_exceeds_any_request_in_flight():
         rng = random.Random(seed)
         for _ in range(300):
             n = rng.randint(1, 8)
-            t = b.enter(n)
+            t = object()
             try:
+                b.enter(n, t)
                 if lib.n > min(n, cores()):
                     errors.append((n, lib.n))
             finally:
@@ -263,6 +270,52 @@ def test_limiter_under_concurrent_runs_never_exceeds_any_request_in_flight():
     for t in threads:
         t.join()
     assert not errors
+    assert lib.n == 8 and b.limit == 0
+
+
+class Interrupted(BaseException):
+    pass
+
+
+class InterruptedLib(FakeLib):
+    """Raises (as a KeyboardInterrupt would) right after its ``fail_at``-th change."""
+
+    def __init__(self, n, fail_at):
+        super().__init__(n)
+        self.fail_at = fail_at
+
+    def set(self, n):
+        super().set(n)
+        if self.sets == self.fail_at:
+            raise Interrupted
+
+
+@pytest.mark.parametrize("fail_at", [1, 2, 3, 4])
+def test_an_interrupt_inside_the_limiter_leaves_blas_as_it_was(fail_at):
+    """Ctrl-C may land inside enter or exit themselves: the setting still comes back, and the
+    limiter is ready for the next run (a session's run calls them as CompiledGraph.run does)."""
+    b = BlasLimiter()
+    lib = InterruptedLib(8, fail_at)
+    b._libs = [lib]
+    b._cores = 16
+
+    def run(n):
+        token = object()
+        try:
+            b.enter(n, token)
+            b_inside = object()
+            try:
+                b.enter(n - 1, b_inside)      # a stricter run beside it
+            finally:
+                b.exit(b_inside)
+        finally:
+            b.exit(token)
+
+    # the library changes 4 times: 3 (enter), 2 (the stricter run), 3 (it leaves), 8 (back)
+    with pytest.raises(Interrupted):
+        run(3)
+    assert lib.n == 8 and b.limit == 0 and not b._active
+    run(3)                                   # the next run limits and restores as usual
     assert lib.n == 8 and b.limit == 0
 
 

@@ -26,47 +26,58 @@ pytestmark = pytest.mark.skipif(threading.current_thread() is not threading.main
 FORCED = dict(schedule="parallel", handoff_flops=0, split_flops=0)
 
 
-@pytest.fixture
-def sigint():
-    """SIGINT raises KeyboardInterrupt in the main thread during the test (as in a terminal);
-    ``fire(after)`` sends one from another thread ``after`` seconds from now."""
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    main = threading.main_thread().ident
-    timers = []
+class Timers:
+    """``fire(after)`` sends SIGINT to the main thread from another thread ``after`` seconds
+    from now; ``wait()`` waits until every one sent has been sent."""
 
-    def fire(after):
+    def __init__(self) -> None:
+        self.threads: list[threading.Thread] = []
+        self.main = threading.main_thread().ident
+
+    def fire(self, after: float) -> None:
         def send():
             time.sleep(after)
-            signal.pthread_kill(main, signal.SIGINT)
+            signal.pthread_kill(self.main, signal.SIGINT)
 
         th = threading.Thread(target=send)
+        self.threads.append(th)  # before start: the signal may arrive before start returns
         th.start()
-        timers.append(th)
-        return th
 
-    try:
-        yield fire
-    finally:
-        for th in timers:
+    def __call__(self, after: float) -> None:
+        self.fire(after)
+
+    def wait(self) -> None:
+        for th in self.threads:
             th.join()
+
+
+@pytest.fixture
+def sigint():
+    """SIGINT raises KeyboardInterrupt in the main thread during the test (as in a terminal)."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timers = Timers()
+    try:
+        yield timers
+    finally:
+        timers.wait()
         signal.signal(signal.SIGINT, old)
 
 
-def interrupt_runs(session, feeds, fire, times, rng, max_delay):
+def interrupt_runs(session, feeds, timers, times, rng, max_delay):
     """Run ``feeds`` in a loop until a SIGINT arrives, ``times`` times; returns how many
     arrived inside ``run``."""
     inside = 0
     for _ in range(times):
-        th = fire(rng.uniform(0, max_delay))
         in_run = False
         try:
+            timers.fire(rng.uniform(0, max_delay))
             while True:
                 in_run = True
                 session.run(feeds)
                 in_run = False
         except KeyboardInterrupt:
             inside += in_run
-        th.join()
+        timers.wait()
     return inside
 
 
@@ -148,9 +159,10 @@ def test_run_returns_only_after_the_running_kernels_end(sigint, tracked_op):
     expected = 2.0 * (1 + 2 + 3 + 4)
     assert s.run(feeds)["y"].numpy()[0, 0] == expected
     for delay in (0.005, 0.015, 0.025):
-        sigint(delay)
         with pytest.raises(KeyboardInterrupt):
+            sigint(delay)
             s.run(feeds)
+        sigint.wait()
         # the kernel a worker was running has ended before run raised
         assert tracked_op["running"] == 0
     assert s.run(feeds)["y"].numpy()[0, 0] == expected
@@ -185,3 +197,27 @@ def test_an_error_on_a_worker_waits_for_the_other_kernels(registered, tracked_op
         with pytest.raises(om.OneModelError, match="interrupt_test_boom.*boom"):
             s.run({"x": np.ones((2, 8), np.float32)})
         assert tracked_op["running"] == 0
+
+
+@pytest.mark.parametrize("backend", ["numpy", "threaded"])
+def test_an_interrupted_run_gives_blas_back(sigint, tracked_op, backend):
+    """The BLAS limit a run set is lifted however the run ends."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from onemodel.core.threads import BLAS
+
+    def blas():
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info()
+                if i["user_api"] == "blas"]
+
+    options = FORCED if backend == "threaded" else {}
+    s = om.Session(slow_branches(), backend=backend, threads=2 if backend == "threaded" else 1,
+                   **options)
+    feeds = {"x": np.ones((3, 8), np.float32)}
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        before = blas()
+        for delay in (0.005, 0.025):
+            with pytest.raises(KeyboardInterrupt):
+                sigint(delay)
+                s.run(feeds)
+            sigint.wait()
+            assert blas() == before and BLAS.limit == 0

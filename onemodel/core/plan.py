@@ -125,8 +125,9 @@ class CompiledGraph:
     def run(self, feeds: Mapping[str, np.ndarray], env: Mapping[str, int],
             output_names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
         plan = self.plan(env, output_names)
-        token = BLAS.enter(self.blas_threads)
+        token = object()  # made before try: see BlasLimiter
         try:
+            BLAS.enter(self.blas_threads, token)
             with np.errstate(all=self.fp_errors):
                 return plan.run(feeds)
         finally:

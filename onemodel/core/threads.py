@@ -92,14 +92,26 @@ def _find_libs() -> list[_Lib]:
 class BlasLimiter:
     """The process-wide BLAS thread limit while session runs are in flight (module doc).
 
-    ``token = BLAS.enter(n)`` before a run, ``BLAS.exit(token)`` after it (in ``finally``).
+    Around a run::
+
+        token = object()
+        try:
+            BLAS.enter(n, token)
+            ...
+        finally:
+            BLAS.exit(token)
+
+    The token is made before ``try`` and ``enter`` registers it before changing anything, so
+    a ``KeyboardInterrupt`` — which Python raises in the main thread between any two
+    bytecodes, inside ``enter`` and ``exit`` too — never leaves BLAS limited after the run:
+    ``exit`` undoes whatever part of ``enter`` happened, and sets its bookkeeping back before
+    it calls into BLAS.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._libs: list[_Lib] | None = None
-        self._active: dict[int, int] = {}  # token -> threads asked for
-        self._next = 0
+        self._active: dict = {}           # token -> threads asked for
         self._limit = 0                   # the limit set now (0: none in flight)
         self._saved: list[tuple[_Lib, int]] = []
         self._cores = 0                   # cores(), read once (a system call per run is 2 us)
@@ -109,42 +121,39 @@ class BlasLimiter:
             self._libs = _find_libs()
         return self._libs
 
-    def enter(self, n: int) -> int:
-        """Note a run that may use ``n`` BLAS threads; returns its token."""
+    def enter(self, n: int, token) -> None:
+        """Note a run (``token``: any object of its own) that may use ``n`` BLAS threads."""
         if not self._cores:
             self._cores = cores()
         n = max(1, min(int(n), self._cores))
         with self._lock:
-            self._next += 1
-            token = self._next
-            self._active[token] = n
-            if self._limit == 0:
+            self._active[token] = n  # first: from here on, exit(token) undoes the rest
+            if not self._saved:
                 self._saved = [(lib, lib.get()) for lib in self.libs()]
                 self._apply(n)
             elif n < self._limit:
                 self._apply(n)
-            return token
 
-    def exit(self, token: int) -> None:
+    def exit(self, token) -> None:
         """The run of ``token`` is over; the last one out puts back the saved setting."""
         with self._lock:
             if self._active.pop(token, None) is None:
                 return
             if not self._active:
-                for lib, before in self._saved:
-                    if before is not None and before != self._limit:
+                saved, limit = self._saved, self._limit
+                self._saved, self._limit = [], 0
+                for lib, before in saved:
+                    if before is not None and before != limit:
                         lib.set(before)
-                self._saved = []
-                self._limit = 0
             else:
                 low = min(self._active.values())
                 if low != self._limit:
                     self._apply(low)
 
     def _apply(self, n: int) -> None:
+        # ``_limit`` changes after the calls: cut short, the library is at or below it
         for lib, before in self._saved:
-            current = self._limit or before
-            if current != n:
+            if (self._limit or before) != n:
                 lib.set(n)
         self._limit = n
 
@@ -171,17 +180,21 @@ if hasattr(os, "register_at_fork"):
 class bounded:
     """``with bounded(n): ...``: the body runs with BLAS limited as a session run would be."""
 
-    __slots__ = ("n", "token")
+    __slots__ = ("n",)
 
     def __init__(self, n: int) -> None:
         self.n = n
 
     def __enter__(self) -> "bounded":
-        self.token = BLAS.enter(self.n)
+        try:
+            BLAS.enter(self.n, self)
+        except BaseException:
+            BLAS.exit(self)  # interrupted inside enter: undo what it did
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
-        BLAS.exit(self.token)
+        BLAS.exit(self)
 
 
 __all__ = ["cores", "check_threads", "BlasLimiter", "BLAS", "bounded"]
