@@ -12,13 +12,30 @@ from .traced_model import TracedModel
 from .tracer import Tracer, prune_unused
 
 
+def _flat(result) -> list | None:
+    """The Tensors of a (nested) tuple in order, as torch.onnx.export flattens
+    ``(output, (h_n, c_n))``; None when something else is inside."""
+    if isinstance(result, Tensor):
+        return [result]
+    if not isinstance(result, (tuple, list)) or not result:
+        return None
+    out = []
+    for r in result:
+        part = _flat(r)
+        if part is None:
+            return None
+        out += part
+    return out
+
+
 def _outputs(result) -> list[tuple[str, Tensor]]:
     if isinstance(result, Tensor):
         return [("output", result)]
-    if isinstance(result, (tuple, list)) and result and all(isinstance(r, Tensor) for r in result):
-        return [(f"output_{i}", r) for i, r in enumerate(result)]
-    raise TraceException(f"the traced function must return a Tensor or a tuple of Tensors, got "
-                         f"{type(result).__name__}")
+    flat = _flat(result)
+    if flat is not None:
+        return [(f"output_{i}", r) for i, r in enumerate(flat)]
+    raise TraceException(f"the traced function must return a Tensor or a (nested) tuple of "
+                         f"Tensors, got {type(result).__name__}")
 
 
 def _input_specs(example, axis_names, input_name) -> list[tuple[str, object, tuple]]:
