@@ -110,6 +110,7 @@ class Lowering:
         self.temps: list[int] = []
         self.accs: dict[int, tuple] = {}  # id(sum node) -> (Loc, absorbed input positions)
         self.absorbed: set = set()        # values whose producer wrote them into an accumulator
+        self.fused: dict[int, Loc] = {}    # id(node) -> its output, computed by an earlier node
         self.uses: dict[str, list] = {}
         for idx, node in enumerate(self.nodes):
             for i in node.inputs:
@@ -232,10 +233,11 @@ class Lowering:
                                                                 NativeSegment) else None
         return (len(self.segments), seg, len(seg.instructions) if seg else 0,
                 list(self.arena.free), self.arena.top, self._next_alloc, len(self.temps),
-                dict(self.locs), set(self.direct), dict(self.accs), set(self.absorbed))
+                dict(self.locs), set(self.direct), dict(self.accs), set(self.absorbed),
+                dict(self.fused))
 
     def _restore(self, snap) -> None:
-        (nseg, seg, nins, free, top, nxt, ntemps, locs, direct, accs, absorbed) = snap
+        (nseg, seg, nins, free, top, nxt, ntemps, locs, direct, accs, absorbed, fused) = snap
         del self.segments[nseg:]
         if seg is not None:
             del seg.instructions[nins:]
@@ -248,7 +250,7 @@ class Lowering:
         del self.temps[ntemps:]
         self.locs = locs
         self.direct = {j: v for j, v in self.direct.items() if j in direct}
-        self.accs, self.absorbed = accs, absorbed
+        self.accs, self.absorbed, self.fused = accs, absorbed, fused
 
     # -- the walk --------------------------------------------------------------------------------
     def _lower(self) -> None:

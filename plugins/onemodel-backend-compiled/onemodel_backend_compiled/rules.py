@@ -243,6 +243,8 @@ def conv_rule(lw: Lowering, node, params):
     W = np.asarray(lw.consts[w])
     if W.ndim != 4 or len(lw.shape(x)) != 4:
         raise Unsupported("conv rank")
+    if params.get("activation") not in P.ACTIVATIONS:
+        raise Unsupported(f"activation {params.get('activation')!r}")
     sh, sw = _pair(params.get("stride", 1), "stride")
     ph, pw = _pair(params.get("padding", 0), "padding")
     dh, dw = _pair(params.get("dilation", 1), "dilation")
@@ -253,6 +255,9 @@ def conv_rule(lw: Lowering, node, params):
     kh, kw = W.shape[2], W.shape[3]
     xl = lw.contiguous(x)
     bl = lw.contiguous(b) if b is not None else None
+    if (sh, sw) == (1, 1) and W.dtype == np.float32 and cout % g == 0 and cin % g == 0:
+        _conv_s1(lw, node, params, xl, bl, W, (ph, pw), (dh, dw), g)
+        return
     woff = lw.weights.plain(w, W)
     kk = (cin // g) * kh * kw
     scratch = lw.scratch(kk * ((ho * wo + 15) // 16) * 16)
@@ -264,9 +269,83 @@ def conv_rule(lw: Lowering, node, params):
     lw.bind(out, dst)
 
 
+def pack_conv_weights(W: np.ndarray, groups: int) -> np.ndarray:
+    """(cout, cin/g, kh, kw) as [g][cout/g rounded up to 4, by fours][k][4] (zero rows added),
+    the layout of the stride-1 convolution kernel."""
+    cout = W.shape[0]
+    cog = cout // groups
+    cog4 = (cog + 3) // 4 * 4
+    k = int(np.prod(W.shape[1:]))
+    wg = np.zeros((groups, cog4, k), np.float32)
+    wg[:, :cog] = W.reshape(groups, cog, k)
+    return np.ascontiguousarray(wg.reshape(groups, cog4 // 4, 4, k).transpose(0, 1, 3, 2))
+
+
+def _pool_after(lw: Lowering, conv_out: str):
+    """The 2x2 stride-2 max pool that is the only reader of ``conv_out``, or None."""
+    users = lw.uses.get(conv_out, [])
+    if len(users) != 1 or conv_out in lw.wanted:
+        return None
+    node = lw.nodes[users[0]]
+    if node.op != "max_pool2d" or node.inputs[0] != conv_out or not lw._lowerable(node):
+        return None
+    params = node.params
+    if set(params) - {"kernel_size", "stride", "padding", "dilation", "ceil_mode",
+                      "count_include_pad"} or params.get("ceil_mode"):
+        return None
+    try:
+        stride = params.get("stride")
+        ok = (_pair(params["kernel_size"], "k") == (2, 2)
+              and _pair(stride if stride not in (None, ()) else 2, "s") == (2, 2)
+              and _pair(params.get("padding", 0), "p") == (0, 0)
+              and _pair(params.get("dilation", 1), "d") == (1, 1))
+    except (Unsupported, KeyError):
+        return None
+    n, c, ho, wo = lw.shape(conv_out)
+    if not ok or lw.shape(node.outputs[0]) != (n, c, ho // 2, wo // 2) or ho < 2 or wo < 2:
+        return None
+    return node
+
+
+def _conv_s1(lw: Lowering, node, params, xl: Loc, bl, W, pad, dil, g):
+    """Stride-1 convolution on the shifted-slice kernel (see om_kernels.h), with a following
+    2x2 max pool fused in when the pool is the convolution's only reader."""
+    n, cin, h, wd = xl.shape
+    out = node.outputs[0]
+    _, cout, ho, wo = lw.shape(out)
+    kh, kw = W.shape[2], W.shape[3]
+    (ph, pw), (dh, dw) = pad, dil
+    hp, wp = h + 2 * ph, wd + 2 * pw
+    if (ho, wo) != (hp - (kh - 1) * dh, wp - (kw - 1) * dw):
+        raise Unsupported("conv output shape")
+    cig, cog = cin // g, cout // g
+    k = cig * kh * kw
+    cog4 = (cog + 3) // 4 * 4
+    nq = (ho - 1) * wp + wo
+    nqr = (nq + 23) // 24 * 24
+    xpn = cig * hp * wp + 24 + wp
+    scratch = lw.scratch((xpn + 15) // 16 * 16 + cog4 * nqr + 2 * k + 2)
+    woff = lw.weights.offset(("conv4", node.inputs[1], g), lambda: pack_conv_weights(W, g))
+    pool = _pool_after(lw, out)
+    if pool is not None:
+        dst = lw.dest(pool.outputs[0])
+        lw.fused[id(pool)] = dst
+    else:
+        dst = lw.dest(out)
+    lw.emit(P.instruction(P.I_CONV_S1, xl.addr, n, cin, h, wd, cout, kh, kw, ph, pw, dh, dw, g,
+                          ho, wo, P.addr(P.WEIGHTS, woff), bl.addr if bl is not None else -1,
+                          P.ACTIVATIONS[params.get("activation")], dst.addr, scratch.addr,
+                          1 if pool is not None else 0))
+    if pool is None:
+        lw.bind(out, dst)
+
+
 def pool_rule(opcode):
     def rule(lw: Lowering, node, params):
         x, out = node.inputs[0], node.outputs[0]
+        if id(node) in lw.fused:  # computed by the convolution before it
+            lw.bind(out, lw.fused.pop(id(node)))
+            return
         if len(lw.shape(x)) != 4:
             raise Unsupported("pool rank")
         if _pair(params.get("dilation", 1), "dilation") != (1, 1) or params.get("ceil_mode") \

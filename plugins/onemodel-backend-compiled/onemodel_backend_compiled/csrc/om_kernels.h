@@ -164,6 +164,118 @@ static void SFX(pack_b)(const float *B, long K, long N, long sk, long sn, float 
         }
 }
 
+
+/* -- stride-1 convolution without im2col ------------------------------------------------------
+ * The input of one image and group is copied once into a zero-padded buffer xp (Hp x Wp per
+ * channel). An output pixel (oh, ow) computed at q = oh * Wp + ow reads xp at q + koff[k] for
+ * k = (ci, u, t), so each reduction step is a contiguous, shifted slice of xp: the GEMM
+ * "B panel" is the input itself. Tiles of 4 output channels x 24 positions accumulate in
+ * registers; positions with ow >= Wo are computed and dropped. Weights are packed per group as
+ * [cout / 4][k][4] (zero rows past cog). The results land in a padded-width buffer op
+ * ([cog4][nq24]) and are then compacted into out, or 2x2-max-pooled into out (pool = 1). */
+#define CV_MR 4
+#define CV_NR 24
+static inline V8 SFX(relu8)(V8 v) {
+    typedef int32_t SFX(i8) __attribute__((vector_size(32)));
+    SFX(i8) neg = v < (V8){0};               /* NaN < 0 is false: NaN stays */
+    SFX(i8) bits; memcpy(&bits, &v, 32);
+    bits &= ~neg;
+    memcpy(&v, &bits, 32);
+    return v;
+}
+
+static void SFX(conv_tile)(long K, const long *koff, const float *xq, const float *wp,
+                           float *o0, long ldo, const float *bias, int relu) {
+    V8 c00 = {0}, c01 = {0}, c02 = {0}, c10 = {0}, c11 = {0}, c12 = {0};
+    V8 c20 = {0}, c21 = {0}, c22 = {0}, c30 = {0}, c31 = {0}, c32 = {0};
+    for (long k = 0; k < K; k++) {
+        const float *p = xq + koff[k];
+        V8 b0 = SFX(ld8)(p), b1 = SFX(ld8)(p + 8), b2 = SFX(ld8)(p + 16);
+        const float *w = wp + 4 * k;
+        V8 a;
+        a = SFX(bc)(w[0]); c00 += a * b0; c01 += a * b1; c02 += a * b2;
+        a = SFX(bc)(w[1]); c10 += a * b0; c11 += a * b1; c12 += a * b2;
+        a = SFX(bc)(w[2]); c20 += a * b0; c21 += a * b1; c22 += a * b2;
+        a = SFX(bc)(w[3]); c30 += a * b0; c31 += a * b1; c32 += a * b2;
+    }
+    V8 acc[4][3] = {{c00, c01, c02}, {c10, c11, c12}, {c20, c21, c22}, {c30, c31, c32}};
+    for (int r = 0; r < 4; r++) {
+        V8 bv = SFX(bc)(bias ? bias[r] : 0.0f);
+        for (int j = 0; j < 3; j++) {
+            V8 v = bias ? acc[r][j] + bv : acc[r][j];
+            if (relu) v = SFX(relu8)(v);
+            SFX(st8)(o0 + r * ldo + 8 * j, v);
+        }
+    }
+}
+
+/* f: x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, G, Ho, Wo, wpacked, bias, act, out,
+ *    scratch, pool */
+static void SFX(conv_s1)(const int64_t *f, float **bufs) {
+#define CADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
+    const float *x = CADDR(f[0]), *wpk = CADDR(f[15]), *bias = CADDR(f[16]);
+    float *out = CADDR(f[18]), *scr = CADDR(f[19]);
+#undef CADDR
+    long Nn = f[1], Cin = f[2], H = f[3], W = f[4], Cout = f[5], kh = f[6], kw = f[7];
+    long ph = f[8], pw = f[9], dh = f[10], dw = f[11], G = f[12], Ho = f[13], Wo = f[14];
+    int act = (int)f[17], pool = (int)f[20];
+    long cig = Cin / G, cog = Cout / G, K = cig * kh * kw;
+    long Hp = H + 2 * ph, Wp = W + 2 * pw, plane = Hp * Wp;
+    long nq = (Ho - 1) * Wp + Wo, nqr = (nq + CV_NR - 1) / CV_NR * CV_NR;
+    long cog4 = (cog + 3) / 4 * 4;
+    long xpn = cig * plane + CV_NR + Wp;                 /* slack for the last tile */
+    float *xp = scr, *op = scr + (xpn + 15) / 16 * 16;
+    long *koff = (long *)(op + cog4 * nqr);
+    for (long ci = 0, k = 0; ci < cig; ci++)
+        for (long u = 0; u < kh; u++)
+            for (long t = 0; t < kw; t++, k++) koff[k] = ci * plane + u * dh * Wp + t * dw;
+    int relu_fused = act == ACT_RELU || act == ACT_NONE;
+    long Hq = Ho / 2, Wq = Wo / 2;
+    memset(xp, 0, xpn * sizeof(float));
+    for (long nn = 0; nn < Nn; nn++)
+        for (long g = 0; g < G; g++) {
+            const float *xg = x + (nn * Cin + g * cig) * H * W;
+            for (long ci = 0; ci < cig; ci++)
+                for (long h = 0; h < H; h++)
+                    memcpy(xp + ci * plane + (h + ph) * Wp + pw, xg + (ci * H + h) * W,
+                           W * sizeof(float));
+            const float *wg = wpk + g * cog4 * K;
+            const float *bg = bias ? bias + g * cog : 0;
+            for (long cb = 0; cb < cog4; cb += 4) {
+                float bb[4];
+                for (int r = 0; r < 4; r++) bb[r] = bg && cb + r < cog ? bg[cb + r] : 0.0f;
+                for (long q0 = 0; q0 < nqr; q0 += CV_NR)
+                    SFX(conv_tile)(K, koff, xp + q0, wg + cb * K, op + cb * nqr + q0, nqr,
+                                   bg ? bb : 0, act == ACT_RELU);
+            }
+            if (pool) {
+                float *og = out + (nn * Cout + g * cog) * Hq * Wq;
+                for (long co = 0; co < cog; co++)
+                    for (long i = 0; i < Hq; i++) {
+                        const float *r0 = op + co * nqr + 2 * i * Wp, *r1 = r0 + Wp;
+                        float *o = og + (co * Hq + i) * Wq;
+                        if (relu_fused)
+                            for (long j = 0; j < Wq; j++)
+                                o[j] = om_max(om_max(r0[2 * j], r0[2 * j + 1]),
+                                              om_max(r1[2 * j], r1[2 * j + 1]));
+                        else
+                            for (long j = 0; j < Wq; j++)
+                                o[j] = om_max(om_max(om_act(act, r0[2 * j]), om_act(act, r0[2 * j + 1])),
+                                              om_max(om_act(act, r1[2 * j]), om_act(act, r1[2 * j + 1])));
+                    }
+            } else {
+                float *og = out + (nn * Cout + g * cog) * Ho * Wo;
+                for (long co = 0; co < cog; co++)
+                    for (long i = 0; i < Ho; i++) {
+                        const float *r = op + co * nqr + i * Wp;
+                        float *o = og + (co * Ho + i) * Wo;
+                        if (relu_fused) memcpy(o, r, Wo * sizeof(float));
+                        else for (long j = 0; j < Wo; j++) o[j] = om_act(act, r[j]);
+                    }
+            }
+        }
+}
+
 /* -- the pointwise VM: a chain of ops over blocks of 64 elements -------------------------------- */
 #define VM_BLK 64
 static void SFX(vm_block)(const int64_t *code, long ncode, const float *consts, float *reg,
@@ -345,6 +457,9 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
                     }
                 }
             break; }
+        case I_CONV_S1:
+            SFX(conv_s1)(f, bufs);
+            break;
         case I_CONV: {
             /* x, N, Cin, H, W, Cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, Ho, Wo, w, bias,
                act, out, scratch */

@@ -1,0 +1,113 @@
+"""The convolution and attention kernels against formulas written here in numpy (not the numpy
+backend's code), over the shapes and options their fast paths special-case: stride 1 (the
+shifted-slice kernel) and other strides (im2col), padding, dilation, groups, output channels
+not a multiple of 4, a fused activation and a fused 2x2 max pool; NaN/inf through both."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import onemodel as om
+from onemodel import Tensor
+from onemodel_backend_compiled import _native
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+@pytest.fixture(params=["native", "generic"])
+def isa(request):
+    before = _native.isa()
+    _native.use(before if request.param == "native" else "generic")
+    yield _native.isa()
+    _native.use(before)
+
+
+def conv_reference(x, w, b, stride, pad, dil, groups):
+    """Direct sum over the window, in float64."""
+    n, cin, h, wd = x.shape
+    cout, cig, kh, kw = w.shape
+    xp = np.zeros((n, cin, h + 2 * pad, wd + 2 * pad))
+    xp[:, :, pad:pad + h, pad:pad + wd] = x
+    ho = (h + 2 * pad - dil * (kh - 1) - 1) // stride + 1
+    wo = (wd + 2 * pad - dil * (kw - 1) - 1) // stride + 1
+    out = np.zeros((n, cout, ho, wo))
+    cog = cout // groups
+    for co in range(cout):
+        g = co // cog
+        for u in range(kh):
+            for t in range(kw):
+                patch = xp[:, g * cig:(g + 1) * cig,
+                           u * dil: u * dil + stride * (ho - 1) + 1: stride,
+                           t * dil: t * dil + stride * (wo - 1) + 1: stride]
+                out[:, co] += np.einsum("nchw,c->nhw", patch, w[co, :, u, t].astype(np.float64))
+        if b is not None:
+            out[:, co] += b[co]
+    return out
+
+
+def pool_reference(y):
+    n, c, h, w = y.shape
+    y = y[:, :, :h // 2 * 2, :w // 2 * 2]
+    return y.reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
+
+
+CONV_CASES = [
+    # cin, cout, k, stride, pad, dil, groups, act, pool, h, w
+    (1, 16, 3, 1, 1, 1, 1, "relu", True, 28, 28),
+    (16, 32, 3, 1, 1, 1, 1, "relu", True, 14, 14),
+    (3, 5, 3, 1, 0, 1, 1, None, False, 9, 11),
+    (3, 7, 5, 1, 2, 1, 1, "sigmoid", True, 7, 9),
+    (4, 6, 3, 1, 2, 2, 2, "relu", False, 8, 8),
+    (6, 6, 3, 1, 1, 1, 6, None, True, 5, 6),      # depthwise, odd pooled size
+    (2, 9, 1, 1, 0, 1, 1, "tanh", False, 4, 3),
+    (3, 8, 3, 2, 1, 1, 1, "relu", True, 12, 12),  # stride 2: the im2col path
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=[str(c) for c in CONV_CASES])
+def test_conv_against_a_direct_sum(case, isa):
+    cin, cout, k, stride, pad, dil, groups, act, pool, h, w = case
+    rng = np.random.default_rng(cout * 7 + k)
+    W = Tensor.from_numpy(rng.standard_normal((cout, cin // groups, k, k)).astype(np.float32))
+    B = Tensor.from_numpy(rng.standard_normal(cout).astype(np.float32))
+    acts = {"relu": om.ops.relu, "sigmoid": om.ops.sigmoid, "tanh": om.ops.tanh}
+
+    def fn(x):
+        y = om.ops.conv2d(x, W, B, stride=stride, padding=pad, dilation=dil, groups=groups)
+        if act:
+            y = acts[act](y)
+        return om.ops.max_pool2d(y, 2) if pool else y
+
+    x0 = rng.standard_normal((13, cin, h, w)).astype(np.float32)
+    traced = om.trace(fn, Tensor.from_numpy(x0), "batch", None, None, None)
+    session = om.Session(traced, backend="compiled")
+    for batch in (1, 3):
+        x = rng.standard_normal((batch, cin, h, w)).astype(np.float32)
+        ref = conv_reference(x, W.numpy(), B.numpy(), stride, pad, dil, groups)
+        ref = {"relu": lambda v: np.maximum(v, 0), "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
+               "tanh": np.tanh, None: lambda v: v}[act](ref)
+        if pool:
+            ref = pool_reference(ref)
+        got = session.run({"input": x})["output"].numpy()
+        np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL * 10, err_msg=f"b{batch}")
+    if stride == 1 and pool:
+        src = session.plan_source({"input": x0})
+        assert "conv2d_s1" in src and "max_pool2d" not in src.split("native segment:")[1].split()[0]
+
+
+def test_conv_nan_and_inf_as_numpy(isa):
+    W = Tensor.from_numpy(np.ones((4, 1, 3, 3), np.float32))
+
+    def fn(x):
+        return om.ops.max_pool2d(om.ops.relu(om.ops.conv2d(x, W, padding=1)), 2), \
+            om.ops.conv2d(x, W, padding=1)
+
+    x = np.zeros((2, 1, 6, 6), np.float32)
+    x[0, 0, 1, 1], x[0, 0, 4, 4], x[1, 0, 0, 5] = np.nan, np.inf, -np.inf
+    traced = om.trace(fn, Tensor.from_numpy(x), "batch", None, None, None)
+    ref = om.Session(traced, backend="numpy").run({"input": x})
+    got = om.Session(traced, backend="compiled").run({"input": x})
+    for key in ref:
+        r, g = ref[key].numpy(), got[key].numpy()
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(r), err_msg=key)
+        np.testing.assert_array_equal(g[~np.isnan(r)], r[~np.isnan(r)], err_msg=key)
