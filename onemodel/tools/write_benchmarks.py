@@ -308,7 +308,8 @@ def render_threads(data: dict) -> str | None:
     for (model, batch), info in sorted(rows.items(), key=lambda kv: (_order(kv[0][0]),
                                                                       kv[0][1])):
         med = info["medians"]
-        cost, speed = info["blas_cost"], info["speedup"]
+        # compared as printed, so that a row never reads "0.95x (below 0.95x)"
+        cost, speed = round(info["blas_cost"], 2), round(info["speedup"], 2)
         name = DESCRIPTIONS.get(model, model)
         cost_text = f"{cost:.2f}"
         if cost > BLAS_COST_LIMIT:
