@@ -257,11 +257,39 @@ def _export_batch_norm(ctx, node):
 
 
 def _import_batch_norm(ctx, node):
-    if node.attr("training_mode", 0) or len([o for o in node.outputs if o]) > 1:
-        ctx.unsupported("BatchNormalization in training mode")
     x, scale, bias, mean, var = node.inputs[:5]
-    return [ctx.emit("batch_norm", [x, mean, var, scale, bias], training=False,
-                     eps=node.attr("epsilon", 1e-5))]
+    eps = node.attr("epsilon", 1e-5)
+    if not node.attr("training_mode", 0):
+        if len([o for o in node.outputs if o]) > 1:
+            ctx.fail("running_mean / running_var outputs need training_mode=1")
+        return [ctx.emit("batch_norm", [x, mean, var, scale, bias], training=False, eps=eps)]
+    return _batch_norm_training(ctx, node, x, scale, bias, mean, var, eps)
+
+
+def _batch_norm_training(ctx, node, x, scale, bias, mean, var, eps):
+    """training_mode=1 as ONNX defines it: normalise with the batch's mean and biased variance
+    (an eval-mode batch_norm fed those statistics, so the graph stays pure), and return the
+    running statistics blended as ``running * momentum + batch * (1 - momentum)``."""
+    xt = ctx.type(x)
+    axes = (0,) + tuple(range(2, len(xt.shape)))
+    dt = xt.dtype.numpy
+    batch_mean = ctx.emit("mean", [x], axis=axes, keepdims=False)
+    centred = ctx.emit("sub", [x, ctx.emit("mean", [x], axis=axes, keepdims=True)])
+    batch_var = ctx.emit("mean", [ctx.emit("mul", [centred, centred])], axis=axes,
+                         keepdims=False)
+    y = ctx.emit("batch_norm", [x, batch_mean, batch_var, scale, bias], training=False, eps=eps)
+    results = [y]
+    momentum = float(node.attr("momentum", 0.9))
+    for k, (old, new) in enumerate(((mean, batch_mean), (var, batch_var)), start=1):
+        if len(node.outputs) <= k or not node.outputs[k]:
+            break
+        old_dt = ctx.type(old).dtype
+        blended = ctx.emit("add", [
+            ctx.emit("mul", [old, np.array(momentum, old_dt.numpy)]),
+            ctx.emit("mul", [ctx.emit("cast", [new], dtype=old_dt) if old_dt.numpy != dt
+                             else new, np.array(1.0 - momentum, old_dt.numpy)])])
+        results.append(blended)
+    return results
 
 
 def _export_layer_norm(ctx, node):
