@@ -458,7 +458,7 @@ class Tensor(metaclass=TensorMeta):
     def to(self, dtype) -> "Tensor":
         """This tensor as ``dtype`` (a DType, its name or a numpy dtype), through the op that
         provides the Tensor method ``cast``."""
-        return apply(_protocol_op("cast"), (self, DType.parse(dtype)), {})
+        return apply(_protocol_op("__cast__"), (self, DType.parse(dtype)), {})
 
 
 for _name, _dtype in CASTS.items():  # after the class: in its body they would shadow builtins

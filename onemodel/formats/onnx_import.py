@@ -342,6 +342,16 @@ class ImportContext:
         self._const_names[key] = (e, name)  # keeps e alive, so its id is not reused
         return name
 
+    def cast(self, x: str, dtype) -> str:
+        """``x`` as ``dtype``: a node of the op that provides the ``__cast__`` protocol (always a
+        new value, so it also serves as an identity when the dtype already matches)."""
+        from ..registry import REGISTRY
+
+        entry = REGISTRY.tables().methods.get("__cast__")
+        if entry is None:
+            self.unsupported("needs a cast, and no installed plugin provides the __cast__ protocol")
+        return self.emit(entry[1].name, [x], dtype=dtype)
+
     def emit(self, op: str, inputs, **params):
         from ..core.dispatch import _check_param, infer
         from ..registry import REGISTRY

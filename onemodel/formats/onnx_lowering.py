@@ -82,7 +82,7 @@ def import_unary(op: str, keep_dtype: bool = True) -> Callable:
         out = ctx.emit(op, [x])
         t = ctx.type(x)
         if keep_dtype and ctx.type(out).dtype != t.dtype:
-            out = ctx.emit("cast", [out], dtype=t.dtype)
+            out = ctx.cast(out, t.dtype)
         return [out]
 
     return rule
@@ -97,7 +97,7 @@ def import_binary(op: str, cast_back: bool = True) -> Callable:
         out = ctx.emit(op, [a, b])
         want = ctx.type(a).dtype
         if cast_back and ctx.type(out).dtype != want:
-            out = ctx.emit("cast", [out], dtype=want)
+            out = ctx.cast(out, want)
         return [out]
 
     return rule
@@ -113,11 +113,11 @@ def import_variadic(op: str) -> Callable:
         want = ctx.type(ins[0]).dtype
         cur = ins[0]
         if len(ins) == 1:
-            return [ctx.emit("identity", [cur])]
+            return [ctx.cast(cur, want)]  # a new value of the same dtype
         for other in ins[1:]:
             cur = ctx.emit(op, [cur, other])
         if ctx.type(cur).dtype != want:
-            cur = ctx.emit("cast", [cur], dtype=want)
+            cur = ctx.cast(cur, want)
         return [cur]
 
     return rule

@@ -435,7 +435,7 @@ cast = OpDef(
     name="cast", inputs=("x",), params={"dtype": Param(kind="dtype")},
     kernel=_cast, infer=lambda x, dtype: TensorType(dtype, x.shape),
     vjp=lambda ctx, g: (g,),  # the core casts the gradient back to the input's dtype
-    samples=_cast_samples, methods=("cast",), traits=OpTraits(noop_when_same_type=True),
+    samples=_cast_samples, methods=("cast", "__cast__"), traits=OpTraits(noop_when_same_type=True),
     doc="Convert to dtype (floats to ints truncate toward zero, as numpy and PyTorch). "
         "Differentiable between float types only: an int or bool result carries no gradient "
         "(the core records gradients for float outputs only).",
