@@ -12,6 +12,15 @@ static inline void SFX(st8)(float *p, V8 v) { memcpy(p, &v, 32); }
 /* a broadcast from memory (x + 0 would cost an add: -0.0 + 0 is not -0.0) */
 static inline V8 SFX(bc)(float x) { return (V8){x, x, x, x, x, x, x, x}; }
 
+static inline V8 SFX(relu8)(V8 v) {
+    typedef int32_t SFX(i8) __attribute__((vector_size(32)));
+    SFX(i8) neg = v < (V8){0};               /* NaN < 0 is false: NaN stays */
+    SFX(i8) bits; memcpy(&bits, &v, 32);
+    bits &= ~neg;
+    memcpy(&v, &bits, 32);
+    return v;
+}
+
 /* sum of n floats with 8 partial sums (a fixed order, unlike -ffast-math) */
 static float SFX(sum)(const float *x, long n) {
     V8 acc = {0};
@@ -60,9 +69,13 @@ static void SFX(store_tile)(const float *tile, int mr, int nr, long m0, long n0,
     }
 }
 
+/* a 6x16 tile of C: the register accumulators get the epilogue in place and are stored
+ * straight into C when the tile is whole and the epilogue is bias per column, residual and
+ * ReLU or none (the common case); any other tile goes through store_tile */
 static void SFX(ukr6x16)(long K, const float *a0, const float *a1, const float *a2,
                          const float *a3, const float *a4, const float *a5, const float *bp,
-                         float *tile) {
+                         int mr, int nr, long m0, long n0, float *C, long ldc,
+                         const SFX(Epi) *e) {
     V8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
     V8 c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
     for (long k = 0; k < K; k++) {
@@ -76,12 +89,26 @@ static void SFX(ukr6x16)(long K, const float *a0, const float *a1, const float *
         a = SFX(bc)(a4[k]); c40 += a * b0; c41 += a * b1;
         a = SFX(bc)(a5[k]); c50 += a * b0; c51 += a * b1;
     }
-    SFX(st8)(tile + 0, c00); SFX(st8)(tile + 8, c01);
-    SFX(st8)(tile + 16, c10); SFX(st8)(tile + 24, c11);
-    SFX(st8)(tile + 32, c20); SFX(st8)(tile + 40, c21);
-    SFX(st8)(tile + 48, c30); SFX(st8)(tile + 56, c31);
-    SFX(st8)(tile + 64, c40); SFX(st8)(tile + 72, c41);
-    SFX(st8)(tile + 80, c50); SFX(st8)(tile + 88, c51);
+    V8 acc[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
+    if (mr == 6 && nr == 16 && e->bias_mode != 2 && (e->act == ACT_NONE || e->act == ACT_RELU)) {
+        V8 bb0 = {0}, bb1 = {0};
+        if (e->bias_mode == 1) { bb0 = SFX(ld8)(e->bias + n0); bb1 = SFX(ld8)(e->bias + n0 + 8); }
+        for (int r = 0; r < 6; r++) {
+            V8 v0 = acc[2 * r], v1 = acc[2 * r + 1];
+            if (e->bias_mode == 1) { v0 += bb0; v1 += bb1; }
+            if (e->resid) {
+                const float *res = e->resid + (m0 + r) * e->ldr + n0;
+                v0 += SFX(ld8)(res); v1 += SFX(ld8)(res + 8);
+            }
+            if (e->act == ACT_RELU) { v0 = SFX(relu8)(v0); v1 = SFX(relu8)(v1); }
+            float *c = C + (m0 + r) * ldc + n0;
+            SFX(st8)(c, v0); SFX(st8)(c + 8, v1);
+        }
+        return;
+    }
+    float tile[96];
+    for (int q = 0; q < 12; q++) SFX(st8)(tile + 8 * q, acc[q]);
+    SFX(store_tile)(tile, mr, nr, m0, n0, C, ldc, e);
 }
 
 /* one row against four panels at once (M = 1: a GEMV over the packed weights) */
@@ -133,7 +160,6 @@ static void SFX(gemm)(long M, long K, long N, const float *A, long lda, const fl
     long np = (N + 15) / 16;
     long mb = (32768 / (K > 0 ? K : 1)) / 6 * 6;  /* rows of A per block: about 128 KiB */
     if (mb < 6) mb = 6;
-    float tile[96];
     for (long m0b = 0; m0b < M; m0b += mb) {
         long m1b = m0b + mb < M ? m0b + mb : M;
         for (long j = 0; j < np; j++) {
@@ -144,8 +170,7 @@ static void SFX(gemm)(long M, long K, long N, const float *A, long lda, const fl
                 int mr = (int)(m1b - m0 < 6 ? m1b - m0 : 6);
                 const float *r[6];
                 for (int q = 0; q < 6; q++) r[q] = A + (m0 + (q < mr ? q : 0)) * lda;
-                SFX(ukr6x16)(K, r[0], r[1], r[2], r[3], r[4], r[5], b, tile);
-                SFX(store_tile)(tile, mr, nr, m0, n0, C, ldc, e);
+                SFX(ukr6x16)(K, r[0], r[1], r[2], r[3], r[4], r[5], b, mr, nr, m0, n0, C, ldc, e);
             }
         }
     }
@@ -233,14 +258,6 @@ static void SFX(softmax_row)(const float *x, float *y, long n, float scale) {
  * ([cog4][nq24]) and are then compacted into out, or 2x2-max-pooled into out (pool = 1). */
 #define CV_MR 4
 #define CV_NR 24
-static inline V8 SFX(relu8)(V8 v) {
-    typedef int32_t SFX(i8) __attribute__((vector_size(32)));
-    SFX(i8) neg = v < (V8){0};               /* NaN < 0 is false: NaN stays */
-    SFX(i8) bits; memcpy(&bits, &v, 32);
-    bits &= ~neg;
-    memcpy(&v, &bits, 32);
-    return v;
-}
 
 static void SFX(conv_tile)(long K, const long *koff, const float *xq, const float *wp,
                            float *o0, long ldo, const float *bias, int relu) {
