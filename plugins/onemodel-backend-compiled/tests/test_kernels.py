@@ -149,7 +149,7 @@ def test_softmax_rows_against_the_formula_with_nan_and_inf(n, isa):
     x[1, n // 2] = np.nan
     x[2, :] = -np.inf
     x[3, n - 1] = np.inf
-    traced = om.trace(lambda t: om.ops.softmax(t, axis=-1), Tensor.from_numpy(x[:3]),
+    traced = om.trace(lambda t: om.ops.softmax(t, axis=-1), Tensor.from_numpy(x[[0, 4, 0]]),
                       "rows", None)
     got = om.Session(traced, backend="compiled").run({"input": x})["output"].numpy()
     ref = om.Session(traced, backend="numpy").run({"input": x})["output"].numpy()
