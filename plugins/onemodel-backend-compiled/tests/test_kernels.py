@@ -158,3 +158,28 @@ def test_softmax_rows_against_the_formula_with_nan_and_inf(n, isa):
     np.testing.assert_allclose(got[ok], ref[ok], rtol=RTOL, atol=ATOL)
     e = np.exp(x[0].astype(np.float64) - x[0].max())
     np.testing.assert_allclose(got[0], e / e.sum(), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu", None])
+def test_gemm_register_epilogue_with_nan_inf_and_residual(act, isa):
+    """Whole 6x16 tiles take the in-register epilogue (bias, residual, activation), the rest
+    store_tile: both agree with the numpy backend, NaN and inf included."""
+    rng = np.random.default_rng(3)
+    W = Tensor.from_numpy(rng.standard_normal((37, 24)).astype(np.float32))
+    B = Tensor.from_numpy(rng.standard_normal(37).astype(np.float32))
+    W2 = Tensor.from_numpy(rng.standard_normal((37, 37)).astype(np.float32) / 6)
+    f = {"relu": om.ops.relu, "gelu": om.ops.gelu, None: lambda v: v}[act]
+
+    def fn(x):
+        h = f(om.ops.linear(x, W, B))
+        return h + om.ops.linear(h, W2)
+
+    x = (rng.standard_normal((13, 24)) * 4).astype(np.float32)
+    x[2, 3], x[7, 0], x[8, 5] = np.nan, np.inf, -np.inf
+    x[9] *= 1e3
+    traced = om.trace(fn, Tensor.from_numpy(x[:5] * 0 + 1), "batch", None)
+    ref = om.Session(traced, backend="numpy").run({"input": x})["output"].numpy()
+    got = om.Session(traced, backend="compiled").run({"input": x})["output"].numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    np.testing.assert_allclose(got[ok], ref[ok], rtol=RTOL, atol=ATOL * 10)

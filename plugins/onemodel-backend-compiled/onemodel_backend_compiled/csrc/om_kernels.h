@@ -21,6 +21,29 @@ static inline V8 SFX(relu8)(V8 v) {
     return v;
 }
 
+/* om_erf and om_gelu of om_math.h on 8 lanes (the same operations in the same order) */
+static inline V8 SFX(gelu8)(V8 x) {
+    typedef int32_t SFX(g8) __attribute__((vector_size(32)));
+    V8 z = x * 0.70710678118654752f;
+    SFX(g8) lo = z < (V8){-4.0f, -4.0f, -4.0f, -4.0f, -4.0f, -4.0f, -4.0f, -4.0f};
+    SFX(g8) hi = z > (V8){4.0f, 4.0f, 4.0f, 4.0f, 4.0f, 4.0f, 4.0f, 4.0f};
+    V8 c = (V8)((lo & (SFX(g8))SFX(bc)(-4.0f)) | (~lo & (SFX(g8))z));
+    c = (V8)((hi & (SFX(g8))SFX(bc)(4.0f)) | (~hi & (SFX(g8))c));
+    V8 x2 = c * c;
+    V8 p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
+    p = p * x2 + -2.10102402082508e-06f;
+    p = p * x2 + -5.69250639462346e-05f;
+    p = p * x2 + -7.34990630326855e-04f;
+    p = p * x2 + -2.95459980854025e-03f;
+    p = p * x2 + -1.60960333262415e-02f;
+    p = p * c;
+    V8 q = x2 * -1.45660718464996e-05f + -2.13374055278905e-04f;
+    q = q * x2 + -1.68282697438203e-03f;
+    q = q * x2 + -7.37332916720468e-03f;
+    q = q * x2 + -1.42647390514189e-02f;
+    return 0.5f * x * (1.0f + p / q);
+}
+
 /* sum of n floats with 8 partial sums (a fixed order, unlike -ffast-math) */
 static float SFX(sum)(const float *x, long n) {
     V8 acc = {0};
@@ -71,7 +94,7 @@ static void SFX(store_tile)(const float *tile, int mr, int nr, long m0, long n0,
 
 /* a 6x16 tile of C: the register accumulators get the epilogue in place and are stored
  * straight into C when the tile is whole and the epilogue is bias per column, residual and
- * ReLU or none (the common case); any other tile goes through store_tile */
+ * ReLU, GELU or none (the common cases); any other tile goes through store_tile */
 static void SFX(ukr6x16)(long K, const float *a0, const float *a1, const float *a2,
                          const float *a3, const float *a4, const float *a5, const float *bp,
                          int mr, int nr, long m0, long n0, float *C, long ldc,
@@ -90,7 +113,8 @@ static void SFX(ukr6x16)(long K, const float *a0, const float *a1, const float *
         a = SFX(bc)(a5[k]); c50 += a * b0; c51 += a * b1;
     }
     V8 acc[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
-    if (mr == 6 && nr == 16 && e->bias_mode != 2 && (e->act == ACT_NONE || e->act == ACT_RELU)) {
+    if (mr == 6 && nr == 16 && e->bias_mode != 2
+            && (e->act == ACT_NONE || e->act == ACT_RELU || e->act == ACT_GELU)) {
         V8 bb0 = {0}, bb1 = {0};
         if (e->bias_mode == 1) { bb0 = SFX(ld8)(e->bias + n0); bb1 = SFX(ld8)(e->bias + n0 + 8); }
         for (int r = 0; r < 6; r++) {
@@ -101,6 +125,7 @@ static void SFX(ukr6x16)(long K, const float *a0, const float *a1, const float *
                 v0 += SFX(ld8)(res); v1 += SFX(ld8)(res + 8);
             }
             if (e->act == ACT_RELU) { v0 = SFX(relu8)(v0); v1 = SFX(relu8)(v1); }
+            else if (e->act == ACT_GELU) { v0 = SFX(gelu8)(v0); v1 = SFX(gelu8)(v1); }
             float *c = C + (m0 + r) * ldc + n0;
             SFX(st8)(c, v0); SFX(st8)(c + 8, v1);
         }
