@@ -324,7 +324,7 @@ def _conv_s1(lw: Lowering, node, params, xl: Loc, bl, W, pad, dil, g):
     nq = (ho - 1) * wp + wo
     nqr = (nq + 23) // 24 * 24
     xpn = cig * hp * wp + 24 + wp
-    scratch = lw.scratch((xpn + 15) // 16 * 16 + cog4 * nqr + 2 * k + 2)
+    scratch = lw.scratch((xpn + 15) // 16 * 16 + cog4 * nqr + 32 + 2 * k + 2)
     woff = lw.weights.offset(("conv4", node.inputs[1], g), lambda: pack_conv_weights(W, g))
     pool = _pool_after(lw, out)
     if pool is not None:

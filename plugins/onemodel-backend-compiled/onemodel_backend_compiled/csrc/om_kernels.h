@@ -284,6 +284,42 @@ static void SFX(softmax_row)(const float *x, float *y, long n, float scale) {
 #define CV_MR 4
 #define CV_NR 24
 
+
+/* om_max on 8 lanes (NaN in either operand gives NaN) */
+static inline V8 SFX(max8)(V8 a, V8 b) {
+    typedef int32_t SFX(m8) __attribute__((vector_size(32)));
+    SFX(m8) gt = a > b, bn = b != b, an = a != a;
+    SFX(m8) ai = (SFX(m8))a, bi = (SFX(m8))b;
+    SFX(m8) r = (an & ai) | (~an & bi);      /* a != a ? a : b */
+    r = (bn & bi) | (~bn & r);                /* b != b ? b : ... */
+    return (V8)((gt & ai) | (~gt & r));       /* a > b ? a : ... */
+}
+
+/* 2x2 stride-2 max pool of rows with stride ld (Hq x Wq results into o, rows of Wq); reads
+ * up to 16 floats past each row pair (the caller's buffer has that slack) */
+static void SFX(pool2_rows)(const float *x, long ld, long Hq, long Wq, float *o) {
+    typedef int32_t SFX(p8) __attribute__((vector_size(32)));
+    for (long i = 0; i < Hq; i++) {
+        const float *r0 = x + 2 * i * ld, *r1 = r0 + ld;
+        float *oi = o + i * Wq;
+        for (long j0 = 0; j0 < Wq; j0 += 8) {
+            V8 m0 = SFX(max8)(SFX(ld8)(r0 + 2 * j0), SFX(ld8)(r1 + 2 * j0));
+            V8 m1 = SFX(max8)(SFX(ld8)(r0 + 2 * j0 + 8), SFX(ld8)(r1 + 2 * j0 + 8));
+#ifdef __clang__
+            V8 ev = __builtin_shufflevector(m0, m1, 0, 2, 4, 6, 8, 10, 12, 14);
+            V8 od = __builtin_shufflevector(m0, m1, 1, 3, 5, 7, 9, 11, 13, 15);
+#else
+            V8 ev = __builtin_shuffle(m0, m1, (SFX(p8)){0, 2, 4, 6, 8, 10, 12, 14});
+            V8 od = __builtin_shuffle(m0, m1, (SFX(p8)){1, 3, 5, 7, 9, 11, 13, 15});
+#endif
+            V8 r = SFX(max8)(ev, od);
+            long n = Wq - j0 < 8 ? Wq - j0 : 8;
+            if (n == 8) SFX(st8)(oi + j0, r);
+            else { float t[8]; SFX(st8)(t, r); memcpy(oi + j0, t, n * sizeof(float)); }
+        }
+    }
+}
+
 static void SFX(conv_tile)(long K, const long *koff, const float *xq, const float *wp,
                            float *o0, long ldo, const float *bias, int relu) {
     V8 c00 = {0}, c01 = {0}, c02 = {0}, c10 = {0}, c11 = {0}, c12 = {0};
@@ -325,7 +361,7 @@ static void SFX(conv_s1)(const int64_t *f, float **bufs) {
     long cog4 = (cog + 3) / 4 * 4;
     long xpn = cig * plane + CV_NR + Wp;                 /* slack for the last tile */
     float *xp = scr, *op = scr + (xpn + 15) / 16 * 16;
-    long *koff = (long *)(op + cog4 * nqr);
+    long *koff = (long *)(op + cog4 * nqr + 32);   /* 32: slack read by pool2_rows */
     for (long ci = 0, k = 0; ci < cig; ci++)
         for (long u = 0; u < kh; u++)
             for (long t = 0; t < kw; t++, k++) koff[k] = ci * plane + u * dh * Wp + t * dw;
@@ -354,11 +390,9 @@ static void SFX(conv_s1)(const int64_t *f, float **bufs) {
                     for (long i = 0; i < Hq; i++) {
                         const float *r0 = op + co * nqr + 2 * i * Wp, *r1 = r0 + Wp;
                         float *o = og + (co * Hq + i) * Wq;
-                        if (relu_fused)
-                            for (long j = 0; j < Wq; j++)
-                                o[j] = om_max(om_max(r0[2 * j], r0[2 * j + 1]),
-                                              om_max(r1[2 * j], r1[2 * j + 1]));
-                        else
+                        if (relu_fused) {
+                            if (i == 0) SFX(pool2_rows)(op + co * nqr, Wp, Hq, Wq, o);
+                        } else
                             for (long j = 0; j < Wq; j++)
                                 o[j] = om_max(om_max(om_act(act, r0[2 * j]), om_act(act, r0[2 * j + 1])),
                                               om_max(om_act(act, r1[2 * j]), om_act(act, r1[2 * j + 1])));
