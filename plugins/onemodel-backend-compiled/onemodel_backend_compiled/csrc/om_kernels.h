@@ -93,7 +93,7 @@ static void SFX(store_tile)(const float *tile, int mr, int nr, long m0, long n0,
 }
 
 /* a 6x16 tile of C: the register accumulators get the epilogue in place and are stored
- * straight into C when the tile is whole and the epilogue is bias per column, residual and
+ * straight into C when the tile has 16 columns and the epilogue is bias per column, residual and
  * ReLU, GELU or none (the common cases); any other tile goes through store_tile */
 static void SFX(ukr6x16)(long K, const float *a0, const float *a1, const float *a2,
                          const float *a3, const float *a4, const float *a5, const float *bp,
@@ -113,11 +113,11 @@ static void SFX(ukr6x16)(long K, const float *a0, const float *a1, const float *
         a = SFX(bc)(a5[k]); c50 += a * b0; c51 += a * b1;
     }
     V8 acc[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
-    if (mr == 6 && nr == 16 && e->bias_mode != 2
+    if (nr == 16 && e->bias_mode != 2
             && (e->act == ACT_NONE || e->act == ACT_RELU || e->act == ACT_GELU)) {
         V8 bb0 = {0}, bb1 = {0};
         if (e->bias_mode == 1) { bb0 = SFX(ld8)(e->bias + n0); bb1 = SFX(ld8)(e->bias + n0 + 8); }
-        for (int r = 0; r < 6; r++) {
+        for (int r = 0; r < mr; r++) {
             V8 v0 = acc[2 * r], v1 = acc[2 * r + 1];
             if (e->bias_mode == 1) { v0 += bb0; v1 += bb1; }
             if (e->resid) {
