@@ -70,3 +70,17 @@ def gru(x, w_ih, w_hh, b_ih=None, b_hh=None, h0=None, reverse=False, linear_befo
 
 
 REFERENCES = {"lstm": lstm, "gru": gru}
+
+
+def _triangle(x, diagonal, keep):
+    out = np.array(x, copy=True)
+    rows, cols = out.shape[-2:]
+    for i in range(rows):
+        for j in range(cols):
+            if not keep(j - i, diagonal):
+                out[..., i, j] = 0
+    return out
+
+
+REFERENCES["triu"] = lambda x, diagonal=0: _triangle(x, diagonal, lambda d, k: d >= k)
+REFERENCES["tril"] = lambda x, diagonal=0: _triangle(x, diagonal, lambda d, k: d <= k)

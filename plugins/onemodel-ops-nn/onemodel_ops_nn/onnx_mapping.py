@@ -516,3 +516,25 @@ ONNX = {
 from .onnx_rnn import ONNX as _RNN_ONNX  # noqa: E402  (lstm and gru, in a file of their own)
 
 ONNX.update(_RNN_ONNX)
+
+
+# -- triu / tril ----------------------------------------------------------------------------------
+def _export_trilu(upper):
+    def export(ctx, node):
+        k = ctx.const(np.array(int(node.params["diagonal"]), np.int64), hint="k")
+        ctx.make_node("Trilu", [ctx.inputs(node)[0], k], ctx.outputs(node), upper=int(upper))
+    return export
+
+
+def _import_trilu(ctx, node):
+    k = 0
+    if node.input(1):
+        kv = ctx.const(node.input(1))
+        if kv is None:
+            ctx.unsupported("Trilu's k computed at run time (it must be a constant)")
+        k = int(np.asarray(kv).reshape(-1)[0])
+    return [ctx.emit("triu" if node.attr("upper", 1) else "tril", [node.inputs[0]], diagonal=k)]
+
+
+ONNX["triu"] = OnnxSpec(export=_export_trilu(True), imports={"Trilu": _import_trilu})
+ONNX["tril"] = OnnxSpec(export=_export_trilu(False))

@@ -10,7 +10,7 @@ import attrs
 from onemodel.registry import hookimpl
 
 from . import (activation, attention, conv, ctc, dropout, embedding, fused, hard, linear, losses,
-               norm, pool, rnn)
+               norm, pool, rnn, triangle)
 from .passes import PASSES
 
 from .onnx_mapping import ONNX
@@ -19,7 +19,7 @@ from .onnx_mapping import ONNX
 def all_ops():
     ops = (*linear.OPS, *conv.OPS, *pool.OPS, *norm.OPS, *activation.OPS, *dropout.OPS,
            *embedding.OPS, *attention.OPS, *losses.OPS, *ctc.OPS, *hard.OPS, *fused.OPS,
-           *rnn.OPS)
+           *rnn.OPS, *triangle.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 
