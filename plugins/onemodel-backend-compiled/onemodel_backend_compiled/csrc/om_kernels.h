@@ -92,6 +92,25 @@ static void SFX(store_tile)(const float *tile, int mr, int nr, long m0, long n0,
     }
 }
 
+/* the epilogue on one row of 16 columns held in two registers, stored into C[m, n0:n0+16] */
+static inline int SFX(fast_epi)(int nr, const SFX(Epi) *e) {
+    return nr == 16 && e->bias_mode != 2
+           && (e->act == ACT_NONE || e->act == ACT_RELU || e->act == ACT_GELU);
+}
+
+static inline void SFX(store16)(V8 v0, V8 v1, long m, long n0, float *C, long ldc,
+                                const SFX(Epi) *e) {
+    if (e->bias_mode == 1) { v0 += SFX(ld8)(e->bias + n0); v1 += SFX(ld8)(e->bias + n0 + 8); }
+    if (e->resid) {
+        const float *res = e->resid + m * e->ldr + n0;
+        v0 += SFX(ld8)(res); v1 += SFX(ld8)(res + 8);
+    }
+    if (e->act == ACT_RELU) { v0 = SFX(relu8)(v0); v1 = SFX(relu8)(v1); }
+    else if (e->act == ACT_GELU) { v0 = SFX(gelu8)(v0); v1 = SFX(gelu8)(v1); }
+    float *c = C + m * ldc + n0;
+    SFX(st8)(c, v0); SFX(st8)(c + 8, v1);
+}
+
 /* a 6x16 tile of C: the register accumulators get the epilogue in place and are stored
  * straight into C when the tile has 16 columns and the epilogue is bias per column, residual and
  * ReLU, GELU or none (the common cases); any other tile goes through store_tile */
@@ -113,22 +132,9 @@ static void SFX(ukr6x16)(long K, const float *a0, const float *a1, const float *
         a = SFX(bc)(a5[k]); c50 += a * b0; c51 += a * b1;
     }
     V8 acc[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
-    if (nr == 16 && e->bias_mode != 2
-            && (e->act == ACT_NONE || e->act == ACT_RELU || e->act == ACT_GELU)) {
-        V8 bb0 = {0}, bb1 = {0};
-        if (e->bias_mode == 1) { bb0 = SFX(ld8)(e->bias + n0); bb1 = SFX(ld8)(e->bias + n0 + 8); }
-        for (int r = 0; r < mr; r++) {
-            V8 v0 = acc[2 * r], v1 = acc[2 * r + 1];
-            if (e->bias_mode == 1) { v0 += bb0; v1 += bb1; }
-            if (e->resid) {
-                const float *res = e->resid + (m0 + r) * e->ldr + n0;
-                v0 += SFX(ld8)(res); v1 += SFX(ld8)(res + 8);
-            }
-            if (e->act == ACT_RELU) { v0 = SFX(relu8)(v0); v1 = SFX(relu8)(v1); }
-            else if (e->act == ACT_GELU) { v0 = SFX(gelu8)(v0); v1 = SFX(gelu8)(v1); }
-            float *c = C + (m0 + r) * ldc + n0;
-            SFX(st8)(c, v0); SFX(st8)(c + 8, v1);
-        }
+    if (SFX(fast_epi)(nr, e)) {
+        for (int r = 0; r < mr; r++)
+            SFX(store16)(acc[2 * r], acc[2 * r + 1], m0 + r, n0, C, ldc, e);
         return;
     }
     float tile[96];
@@ -155,9 +161,11 @@ static void SFX(gemv)(long K, long N, const float *a, const float *Bp, float *C,
         }
         V8 parts[8] = {s0, s1, s2, s3, s4, s5, s6, s7};
         for (int q = 0; q < 4; q++) {
-            SFX(st8)(tile, parts[2 * q]); SFX(st8)(tile + 8, parts[2 * q + 1]);
             long n0 = (j + q) * 16;
-            SFX(store_tile)(tile, 1, (int)(N - n0 < 16 ? N - n0 : 16), 0, n0, C, N, e);
+            int nr = (int)(N - n0 < 16 ? N - n0 : 16);
+            if (SFX(fast_epi)(nr, e)) { SFX(store16)(parts[2 * q], parts[2 * q + 1], 0, n0, C, N, e); continue; }
+            SFX(st8)(tile, parts[2 * q]); SFX(st8)(tile + 8, parts[2 * q + 1]);
+            SFX(store_tile)(tile, 1, nr, 0, n0, C, N, e);
         }
     }
     for (; j < np; j++) {
@@ -173,9 +181,11 @@ static void SFX(gemv)(long K, long N, const float *a, const float *Bp, float *C,
             V8 av = SFX(bc)(a[k]);
             s0 += av * SFX(ld8)(b + 16 * k); s1 += av * SFX(ld8)(b + 16 * k + 8);
         }
-        SFX(st8)(tile, s0 + t0); SFX(st8)(tile + 8, s1 + t1);
         long n0 = j * 16;
-        SFX(store_tile)(tile, 1, (int)(N - n0 < 16 ? N - n0 : 16), 0, n0, C, N, e);
+        int nr = (int)(N - n0 < 16 ? N - n0 : 16);
+        if (SFX(fast_epi)(nr, e)) { SFX(store16)(s0 + t0, s1 + t1, 0, n0, C, N, e); continue; }
+        SFX(st8)(tile, s0 + t0); SFX(st8)(tile + 8, s1 + t1);
+        SFX(store_tile)(tile, 1, nr, 0, n0, C, N, e);
     }
 }
 
@@ -410,6 +420,23 @@ static void SFX(conv_s1)(const int64_t *f, float **bufs) {
         }
 }
 
+/* pack B = src^T (element (k, n) at src[n * ld + k], rows of src contiguous) into 16-column
+ * panels: reads each row of src once, contiguously (the keys of attention) */
+static void SFX(pack_bt)(const float *src, long K, long N, long ld, float *dst) {
+    long np = (N + 15) / 16;
+    for (long j = 0; j < np; j++) {
+        float *d = dst + j * K * 16;
+        for (int c = 0; c < 16; c++) {
+            long n = j * 16 + c;
+            if (n < N) {
+                const float *r = src + n * ld;
+                for (long k = 0; k < K; k++) d[k * 16 + c] = r[k];
+            } else
+                for (long k = 0; k < K; k++) d[k * 16 + c] = 0.0f;
+        }
+    }
+}
+
 /* -- the pointwise VM: a chain of ops over blocks of 64 elements -------------------------------- */
 #define VM_BLK 64
 static void SFX(vm_block)(const int64_t *code, long ncode, const float *consts, float *reg,
@@ -562,7 +589,7 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
                     const float *k = ADDR(Kd[0]) + b0 * Kd[1] + b1 * Kd[2];
                     const float *v = ADDR(Vd[0]) + b0 * Vd[1] + b1 * Vd[2];
                     float *o = ADDR(O[0]) + b0 * O[1] + b1 * O[2];
-                    SFX(pack_b)(k, d, sk, 1, Kd[3], kp);
+                    SFX(pack_bt)(k, d, sk, Kd[3], kp);
                     SFX(gemm)(sq, d, sk, q, Q[3], kp, S, sk, &none);
                     for (long i = 0; i < sq; i++) SFX(softmax_row)(S + i * sk, S + i * sk, sk, scale);
                     SFX(pack_b)(v, sk, dv, Vd[3], 1, vp);
