@@ -142,6 +142,31 @@ static void SFX(ukr6x16)(long K, const float *a0, const float *a1, const float *
     SFX(store_tile)(tile, mr, nr, m0, n0, C, ldc, e);
 }
 
+/* the last rows of A when at most 4 remain (M = 64 is ten 6-row tiles and one of 4) */
+static void SFX(ukr4x16)(long K, const float *a0, const float *a1, const float *a2,
+                         const float *a3, const float *bp, int mr, int nr, long m0, long n0,
+                         float *C, long ldc, const SFX(Epi) *e) {
+    V8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
+    for (long k = 0; k < K; k++) {
+        V8 b0 = SFX(ld8)(bp), b1 = SFX(ld8)(bp + 8);
+        bp += 16;
+        V8 a;
+        a = SFX(bc)(a0[k]); c00 += a * b0; c01 += a * b1;
+        a = SFX(bc)(a1[k]); c10 += a * b0; c11 += a * b1;
+        a = SFX(bc)(a2[k]); c20 += a * b0; c21 += a * b1;
+        a = SFX(bc)(a3[k]); c30 += a * b0; c31 += a * b1;
+    }
+    V8 acc[8] = {c00, c01, c10, c11, c20, c21, c30, c31};
+    if (SFX(fast_epi)(nr, e)) {
+        for (int r = 0; r < mr; r++)
+            SFX(store16)(acc[2 * r], acc[2 * r + 1], m0 + r, n0, C, ldc, e);
+        return;
+    }
+    float tile[96];
+    for (int q = 0; q < 8; q++) SFX(st8)(tile + 8 * q, acc[q]);
+    SFX(store_tile)(tile, mr, nr, m0, n0, C, ldc, e);
+}
+
 /* one row against four panels at once (M = 1: a GEMV over the packed weights) */
 static void SFX(gemv)(long K, long N, const float *a, const float *Bp, float *C,
                       const SFX(Epi) *e) {
@@ -205,7 +230,11 @@ static void SFX(gemm)(long M, long K, long N, const float *A, long lda, const fl
                 int mr = (int)(m1b - m0 < 6 ? m1b - m0 : 6);
                 const float *r[6];
                 for (int q = 0; q < 6; q++) r[q] = A + (m0 + (q < mr ? q : 0)) * lda;
-                SFX(ukr6x16)(K, r[0], r[1], r[2], r[3], r[4], r[5], b, mr, nr, m0, n0, C, ldc, e);
+                if (mr <= 4)
+                    SFX(ukr4x16)(K, r[0], r[1], r[2], r[3], b, mr, nr, m0, n0, C, ldc, e);
+                else
+                    SFX(ukr6x16)(K, r[0], r[1], r[2], r[3], r[4], r[5], b, mr, nr, m0, n0, C,
+                                 ldc, e);
             }
         }
     }
