@@ -159,9 +159,10 @@ def export(built: Built, path, dynamo: bool = False, opset: int = 17) -> None:
     torch = _torch()
     example = tuple(torch.from_numpy(a) for a in built.make_inputs(*built.sizes[0]))
     if dynamo:
-        shapes = {name: {ax: torch.export.Dim(str(dim) + "_d", min=1)
-                         for ax, dim in built.dynamic_axes[name].items()}
-                  for name in built.input_names}
+        dims = {}
+        shapes = tuple({ax: dims.setdefault(dim, torch.export.Dim(dim, min=1))
+                        for ax, dim in built.dynamic_axes[name].items()}
+                       for name in built.input_names)
         torch.onnx.export(built.model, example, str(path), dynamo=True,
                           input_names=built.input_names, output_names=built.output_names,
                           dynamic_shapes=shapes, opset_version=max(opset, 18))

@@ -9,7 +9,8 @@ import attrs
 
 from onemodel.registry import hookimpl
 
-from . import elementwise, factory, gather_nd, index, linalg, matmul_t, reduce, shape
+from . import (elementwise, factory, gather_nd, index, linalg, matmul_t, predicates, reduce,
+               shape)
 from .passes import PASSES
 
 from .onnx_mapping import ONNX
@@ -17,7 +18,7 @@ from .onnx_mapping import ONNX
 
 def all_ops():
     ops = (*elementwise.OPS, *linalg.OPS, *shape.OPS, *index.OPS, *reduce.OPS, *factory.OPS,
-           *matmul_t.OPS, *gather_nd.OPS)
+           *matmul_t.OPS, *gather_nd.OPS, *predicates.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 

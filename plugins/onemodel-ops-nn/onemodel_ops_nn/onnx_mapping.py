@@ -286,7 +286,7 @@ def _batch_norm_training(ctx, node, x, scale, bias, mean, var, eps):
         old_dt = ctx.type(old).dtype
         blended = ctx.emit("add", [
             ctx.emit("mul", [old, np.array(momentum, old_dt.numpy)]),
-            ctx.emit("mul", [ctx.emit("cast", [new], dtype=old_dt) if old_dt.numpy != dt
+            ctx.emit("mul", [ctx.cast(new, old_dt) if old_dt.numpy != dt
                              else new, np.array(1.0 - momentum, old_dt.numpy)])])
         results.append(blended)
     return results
