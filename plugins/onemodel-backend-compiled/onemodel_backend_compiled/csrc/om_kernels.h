@@ -384,6 +384,24 @@ static void SFX(conv_tile)(long K, const long *koff, const float *xq, const floa
     }
 }
 
+/* 4 output channels x 8 positions: the tail of a channel's positions when 16 or fewer remain */
+static void SFX(conv_tile8)(long K, const long *koff, const float *xq, const float *wp,
+                            float *o0, long ldo, const float *bias, int relu) {
+    V8 c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
+    for (long k = 0; k < K; k++) {
+        V8 b = SFX(ld8)(xq + koff[k]);
+        const float *w = wp + 4 * k;
+        c0 += SFX(bc)(w[0]) * b; c1 += SFX(bc)(w[1]) * b;
+        c2 += SFX(bc)(w[2]) * b; c3 += SFX(bc)(w[3]) * b;
+    }
+    V8 acc[4] = {c0, c1, c2, c3};
+    for (int r = 0; r < 4; r++) {
+        V8 v = bias ? acc[r] + SFX(bc)(bias[r]) : acc[r];
+        if (relu) v = SFX(relu8)(v);
+        SFX(st8)(o0 + r * ldo, v);
+    }
+}
+
 /* f: x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, G, Ho, Wo, wpacked, bias, act, out,
  *    scratch, pool */
 static void SFX(conv_s1)(const int64_t *f, float **bufs) {
@@ -419,9 +437,16 @@ static void SFX(conv_s1)(const int64_t *f, float **bufs) {
             for (long cb = 0; cb < cog4; cb += 4) {
                 float bb[4];
                 for (int r = 0; r < 4; r++) bb[r] = bg && cb + r < cog ? bg[cb + r] : 0.0f;
-                for (long q0 = 0; q0 < nqr; q0 += CV_NR)
+                for (long q0 = 0; q0 < nqr; q0 += CV_NR) {
+                    if (nq - q0 <= 16) {  /* the tail: 8 positions at a time */
+                        for (long q8 = q0; q8 < nq; q8 += 8)
+                            SFX(conv_tile8)(K, koff, xp + q8, wg + cb * K, op + cb * nqr + q8,
+                                            nqr, bg ? bb : 0, act == ACT_RELU);
+                        break;
+                    }
                     SFX(conv_tile)(K, koff, xp + q0, wg + cb * K, op + cb * nqr + q0, nqr,
                                    bg ? bb : 0, act == ACT_RELU);
+                }
             }
             if (pool) {
                 float *og = out + (nn * Cout + g * cog) * Hq * Wq;
