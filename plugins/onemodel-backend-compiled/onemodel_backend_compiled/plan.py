@@ -63,6 +63,7 @@ class NativePlan:
                      and all(self.direct) and len(set(self.output_names)) == len(self.direct)
                      else None)
         self._out_shapes = [tuple(t.shape) for t in self.out_types]
+        self._feed_args = (self.feed_names[0] if self.feed_native == [True] else None)
 
     def _arena(self) -> np.ndarray:
         try:
@@ -83,9 +84,13 @@ class NativePlan:
         try:
             f32 = np.float32
             outs = [np.empty(s, f32) for s in self._out_shapes]
-            bufs = (self.weights.array, arena,
-                    *[np.ascontiguousarray(feeds[n]) if nat else None
-                      for n, nat in zip(self.feed_names, self.feed_native)], *outs)
+            fa = self._feed_args
+            if fa is not None:  # one float32 feed
+                bufs = (self.weights.array, arena, np.ascontiguousarray(feeds[fa]), *outs)
+            else:
+                bufs = (self.weights.array, arena,
+                        *[np.ascontiguousarray(feeds[n]) if nat else None
+                          for n, nat in zip(self.feed_names, self.feed_native)], *outs)
             seg = self._one
             failed = _native.run(seg.program, bufs)
             if failed >= 0:
