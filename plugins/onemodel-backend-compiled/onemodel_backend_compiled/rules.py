@@ -315,15 +315,16 @@ def _conv_s1(lw: Lowering, node, params, xl: Loc, bl, W, pad, dil, g):
     _, cout, ho, wo = lw.shape(out)
     kh, kw = W.shape[2], W.shape[3]
     (ph, pw), (dh, dw) = pad, dil
-    hp, wp = h + 2 * ph, wd + 2 * pw
-    if (ho, wo) != (hp - (kh - 1) * dh, wp - (kw - 1) * dw):
+    hp = h + 2 * ph
+    if (ho, wo) != (hp - (kh - 1) * dh, wd + 2 * pw - (kw - 1) * dw):
         raise Unsupported("conv output shape")
+    wp = wd + pw  # rows share their padding (om_kernels.h)
     cig, cog = cin // g, cout // g
     k = cig * kh * kw
     cog4 = (cog + 3) // 4 * 4
     nq = (ho - 1) * wp + wo
     nqr = (nq + 23) // 24 * 24
-    xpn = cig * hp * wp + 24 + wp
+    xpn = cig * (hp * wp + pw) + 24 + wp
     scratch = lw.scratch((xpn + 15) // 16 * 16 + cog4 * nqr + 32 + 2 * k + 2)
     woff = lw.weights.offset(("conv4", node.inputs[1], g), lambda: pack_conv_weights(W, g))
     pool = _pool_after(lw, out)

@@ -313,8 +313,8 @@ static void SFX(softmax_row)(const float *x, float *y, long n, float scale) {
 #undef I8
 
 /* -- stride-1 convolution without im2col ------------------------------------------------------
- * The input of one image and group is copied once into a zero-padded buffer xp (Hp x Wp per
- * channel). An output pixel (oh, ow) computed at q = oh * Wp + ow reads xp at q + koff[k] for
+ * The input of one image and group is copied once into a zero-padded buffer xp (Hp rows of
+ * Wp = W + pw per channel, see below). An output pixel (oh, ow) computed at q = oh * Wp + ow reads xp at q + koff[k] for
  * k = (ci, u, t), so each reduction step is a contiguous, shifted slice of xp: the GEMM
  * "B panel" is the input itself. Tiles of 4 output channels x 24 positions accumulate in
  * registers; positions with ow >= Wo are computed and dropped. Weights are packed per group as
@@ -413,7 +413,10 @@ static void SFX(conv_s1)(const int64_t *f, float **bufs) {
     long ph = f[8], pw = f[9], dh = f[10], dw = f[11], G = f[12], Ho = f[13], Wo = f[14];
     int act = (int)f[17], pool = (int)f[20];
     long cig = Cin / G, cog = Cout / G, K = cig * kh * kw;
-    long Hp = H + 2 * ph, Wp = W + 2 * pw, plane = Hp * Wp;
+    /* a row is [pw zeros][W values]: the right padding of a row is the left padding of the
+     * next (a read past a row's end wraps into zeros), so a row is W + pw wide, not W + 2 pw,
+     * and a plane ends with pw more zeros for its last row */
+    long Hp = H + 2 * ph, Wp = W + pw, plane = Hp * Wp + pw;
     long nq = (Ho - 1) * Wp + Wo, nqr = (nq + CV_NR - 1) / CV_NR * CV_NR;
     long cog4 = (cog + 3) / 4 * 4;
     long xpn = cig * plane + CV_NR + Wp;                 /* slack for the last tile */
