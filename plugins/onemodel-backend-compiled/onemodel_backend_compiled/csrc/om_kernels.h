@@ -450,29 +450,30 @@ static void SFX(conv_s1)(const int64_t *f, float **bufs) {
                     SFX(conv_tile)(K, koff, xp + q0, wg + cb * K, op + cb * nqr + q0, nqr,
                                    bg ? bb : 0, act == ACT_RELU);
                 }
-            }
-            if (pool) {
-                float *og = out + (nn * Cout + g * cog) * Hq * Wq;
-                for (long co = 0; co < cog; co++)
-                    for (long i = 0; i < Hq; i++) {
-                        const float *r0 = op + co * nqr + 2 * i * Wp, *r1 = r0 + Wp;
-                        float *o = og + (co * Hq + i) * Wq;
-                        if (relu_fused) {
-                            if (i == 0) SFX(pool2_rows)(op + co * nqr, Wp, Hq, Wq, o);
-                        } else
+                /* these 4 channels, while they are in L1: pooled or compacted into out */
+                long ce = cb + 4 < cog ? cb + 4 : cog;
+                for (long co = cb; co < ce; co++) {
+                    const float *oc = op + co * nqr;
+                    if (pool) {
+                        float *o = out + ((nn * Cout + g * cog + co) * Hq) * Wq;
+                        if (relu_fused) { SFX(pool2_rows)(oc, Wp, Hq, Wq, o); continue; }
+                        for (long i = 0; i < Hq; i++) {
+                            const float *r0 = oc + 2 * i * Wp, *r1 = r0 + Wp;
+                            float *oi = o + i * Wq;
                             for (long j = 0; j < Wq; j++)
-                                o[j] = om_max(om_max(om_act(act, r0[2 * j]), om_act(act, r0[2 * j + 1])),
-                                              om_max(om_act(act, r1[2 * j]), om_act(act, r1[2 * j + 1])));
+                                oi[j] = om_max(om_max(om_act(act, r0[2 * j]), om_act(act, r0[2 * j + 1])),
+                                               om_max(om_act(act, r1[2 * j]), om_act(act, r1[2 * j + 1])));
+                        }
+                    } else {
+                        float *o = out + ((nn * Cout + g * cog + co) * Ho) * Wo;
+                        for (long i = 0; i < Ho; i++) {
+                            const float *r = oc + i * Wp;
+                            float *oi = o + i * Wo;
+                            if (relu_fused) memcpy(oi, r, Wo * sizeof(float));
+                            else for (long j = 0; j < Wo; j++) oi[j] = om_act(act, r[j]);
+                        }
                     }
-            } else {
-                float *og = out + (nn * Cout + g * cog) * Ho * Wo;
-                for (long co = 0; co < cog; co++)
-                    for (long i = 0; i < Ho; i++) {
-                        const float *r = op + co * nqr + i * Wp;
-                        float *o = og + (co * Ho + i) * Wo;
-                        if (relu_fused) memcpy(o, r, Wo * sizeof(float));
-                        else for (long j = 0; j < Wo; j++) o[j] = om_act(act, r[j]);
-                    }
+                }
             }
         }
 }
