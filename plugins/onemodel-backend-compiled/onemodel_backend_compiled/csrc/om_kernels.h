@@ -335,8 +335,11 @@ static inline V8 SFX(max8)(V8 a, V8 b) {
 }
 
 /* 2x2 stride-2 max pool of rows with stride ld (Hq x Wq results into o, rows of Wq); reads
- * up to 16 floats past each row pair (the caller's buffer has that slack) */
-static void SFX(pool2_rows)(const float *x, long ld, long Hq, long Wq, float *o) {
+ * up to 16 floats past each row pair (the caller's buffer has that slack). A row's last
+ * partial group of 8 is stored whole (it spills into the next row, written after it) except
+ * in the last row when ``spill`` is 0 (a short copy there: storing a vector and reading part
+ * of it back stalls store forwarding, a fifth of the conv's time) */
+static void SFX(pool2_rows)(const float *x, long ld, long Hq, long Wq, float *o, int spill) {
     typedef int32_t SFX(p8) __attribute__((vector_size(32)));
     for (long i = 0; i < Hq; i++) {
         const float *r0 = x + 2 * i * ld, *r1 = r0 + ld;
@@ -353,8 +356,8 @@ static void SFX(pool2_rows)(const float *x, long ld, long Hq, long Wq, float *o)
 #endif
             V8 r = SFX(max8)(ev, od);
             long n = Wq - j0 < 8 ? Wq - j0 : 8;
-            if (n == 8) SFX(st8)(oi + j0, r);
-            else { float t[8]; SFX(st8)(t, r); memcpy(oi + j0, t, n * sizeof(float)); }
+            if (n == 8 || spill || i + 1 < Hq) SFX(st8)(oi + j0, r);
+            else for (long t = 0; t < n; t++) oi[j0 + t] = r[t];
         }
     }
 }
@@ -456,7 +459,11 @@ static void SFX(conv_s1)(const int64_t *f, float **bufs) {
                     const float *oc = op + co * nqr;
                     if (pool) {
                         float *o = out + ((nn * Cout + g * cog + co) * Hq) * Wq;
-                        if (relu_fused) { SFX(pool2_rows)(oc, Wp, Hq, Wq, o); continue; }
+                        if (relu_fused) {  /* channels and images are written in order */
+                            SFX(pool2_rows)(oc, Wp, Hq, Wq, o,
+                                            nn + 1 < Nn || g * cog + co + 1 < Cout);
+                            continue;
+                        }
                         for (long i = 0; i < Hq; i++) {
                             const float *r0 = oc + 2 * i * Wp, *r1 = r0 + Wp;
                             float *oi = o + i * Wq;
