@@ -419,7 +419,7 @@ def attention_rule(lw: Lowering, node, params):
     ost = list(dst.strides[:-2])
     ost = [0] * (2 - len(batch)) + ost
     nb = [1] * (2 - len(batch)) + list(batch)
-    scratch = lw.scratch((sk + 15) // 16 * 16 * d + sq * sk + (dv + 15) // 16 * 16 * sk)
+    scratch = lw.scratch((sk + 15) // 16 * 16 * d + sq * sk + (dv + 15) // 16 * 16 * sk + sq)
     lw.emit(P.instruction(P.I_ATTN, nb[0], nb[1], sq, sk, d, dv, P.fbits(1.0 / math.sqrt(d)),
                           *ops_[0], *ops_[1], *ops_[2], dst.addr, ost[0], ost[1],
                           dst.strides[-2], scratch.addr))

@@ -4,6 +4,18 @@
  * instruction, whose index is returned. */
 #include "om_program.h"
 
+/* a permutation of 8 float lanes by constant indices (GCC and clang spell it differently) */
+#ifndef OM_SHUF8
+typedef int32_t om_idx8 __attribute__((vector_size(32)));
+#ifdef __clang__
+#define OM_SHUF8(a, i0, i1, i2, i3, i4, i5, i6, i7) \
+    __builtin_shufflevector(a, a, i0, i1, i2, i3, i4, i5, i6, i7)
+#else
+#define OM_SHUF8(a, i0, i1, i2, i3, i4, i5, i6, i7) \
+    __builtin_shuffle(a, (om_idx8){i0, i1, i2, i3, i4, i5, i6, i7})
+#endif
+#endif
+
 typedef float SFX(v8) __attribute__((vector_size(32)));
 #define V8 SFX(v8)
 
@@ -255,6 +267,16 @@ static void SFX(pack_b)(const float *B, long K, long N, long sk, long sn, float 
 
 
 
+/* om_max on 8 lanes (NaN in either operand gives NaN) */
+static inline V8 SFX(max8)(V8 a, V8 b) {
+    typedef int32_t SFX(m8) __attribute__((vector_size(32)));
+    SFX(m8) gt = a > b, bn = b != b, an = a != a;
+    SFX(m8) ai = (SFX(m8))a, bi = (SFX(m8))b;
+    SFX(m8) r = (an & ai) | (~an & bi);      /* a != a ? a : b */
+    r = (bn & bi) | (~bn & r);                /* b != b ? b : ... */
+    return (V8)((gt & ai) | (~gt & r));       /* a > b ? a : ... */
+}
+
 /* -- vector math: the formulas of om_math.h on 8 lanes (selects instead of branches) ---------- */
 typedef int32_t SFX(i8v) __attribute__((vector_size(32)));
 #define I8 SFX(i8v)
@@ -283,19 +305,17 @@ static inline V8 SFX(exp8)(V8 x) {
 }
 
 /* y = softmax(scale * x) over n values (y may be x); NaN anywhere gives NaN everywhere, as the
- * numpy kernel's max does. The sum has the order of SFX(sum). */
-static void SFX(softmax_row)(const float *x, float *y, long n, float scale) {
+ * numpy kernel's max does. The sum has the order of SFX(sum). With normalize 0, y holds the
+ * exponentials and the sum is returned (attention divides its output rows instead). */
+static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int normalize) {
     long n8 = n / 8 * 8, i;
-    float m = x[0] * scale;
-    V8 mv = SFX(bc)(m);
-    I8 nan = {0};
-    for (i = 0; i < n8; i += 8) {
-        V8 v = SFX(ld8)(x + i) * scale;
-        nan |= v != v;
-        mv = SFX(sel)(v > mv, v, mv);
-    }
-    for (int j = 0; j < 8; j++) m = om_max(m, mv[j]);
-    for (int j = 0; j < 8; j++) if (nan[j]) m = NAN;
+    V8 mv = SFX(bc)(x[0] * scale);
+    for (i = 0; i < n8; i += 8) mv = SFX(max8)(mv, SFX(ld8)(x + i) * scale);
+    /* the 8 lanes' max by halving (max8 keeps NaN), not a scalar chain */
+    mv = SFX(max8)(mv, OM_SHUF8(mv, 4, 5, 6, 7, 0, 1, 2, 3));
+    mv = SFX(max8)(mv, OM_SHUF8(mv, 2, 3, 0, 1, 6, 7, 4, 5));
+    mv = SFX(max8)(mv, OM_SHUF8(mv, 1, 0, 3, 2, 5, 4, 7, 6));
+    float m = mv[0];
     for (; i < n; i++) m = om_max(m, x[i] * scale);
     V8 acc = {0};
     for (i = 0; i < n8; i += 8) {
@@ -303,12 +323,16 @@ static void SFX(softmax_row)(const float *x, float *y, long n, float scale) {
         acc += e;
         SFX(st8)(y + i, e);
     }
-    float s = 0.0f;
-    for (int j = 0; j < 8; j++) s += acc[j];
+    acc += OM_SHUF8(acc, 4, 5, 6, 7, 0, 1, 2, 3);
+    acc += OM_SHUF8(acc, 2, 3, 0, 1, 6, 7, 4, 5);
+    acc += OM_SHUF8(acc, 1, 0, 3, 2, 5, 4, 7, 6);
+    float s = acc[0];
     for (; i < n; i++) { y[i] = om_exp(x[i] * scale - m); s += y[i]; }
+    if (!normalize) return s;
     V8 sv = SFX(bc)(s);
     for (i = 0; i < n8; i += 8) SFX(st8)(y + i, SFX(ld8)(y + i) / sv);
     for (; i < n; i++) y[i] = y[i] / s;
+    return s;
 }
 #undef I8
 
@@ -323,16 +347,6 @@ static void SFX(softmax_row)(const float *x, float *y, long n, float scale) {
 #define CV_MR 4
 #define CV_NR 24
 
-
-/* om_max on 8 lanes (NaN in either operand gives NaN) */
-static inline V8 SFX(max8)(V8 a, V8 b) {
-    typedef int32_t SFX(m8) __attribute__((vector_size(32)));
-    SFX(m8) gt = a > b, bn = b != b, an = a != a;
-    SFX(m8) ai = (SFX(m8))a, bi = (SFX(m8))b;
-    SFX(m8) r = (an & ai) | (~an & bi);      /* a != a ? a : b */
-    r = (bn & bi) | (~bn & r);                /* b != b ? b : ... */
-    return (V8)((gt & ai) | (~gt & r));       /* a > b ? a : ... */
-}
 
 /* 2x2 stride-2 max pool of rows with stride ld (Hq x Wq results into o, rows of Wq); reads
  * up to 16 floats past each row pair (the caller's buffer has that slack). A row's last
@@ -614,7 +628,7 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
             long rows = f[2], cols = f[3];
             const float *x = ADDR(f[0]);
             float *y = ADDR(f[1]);
-            for (long r = 0; r < rows; r++) SFX(softmax_row)(x + r * cols, y + r * cols, cols, 1.0f);
+            for (long r = 0; r < rows; r++) SFX(softmax_row)(x + r * cols, y + r * cols, cols, 1.0f, 1);
             break; }
         case I_LAYERNORM: {
             long rows = f[2], cols = f[3];
@@ -640,13 +654,14 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
         case I_ATTN: {
             /* nb0, nb1, sq, sk, d, dv, scale, q(addr,s0,s1,ss), k(..), v(..), o(..), scratch:
              * per head, S = Q K^T on the packed GEMM (K packed as the B panels), a softmax
-             * per row of S, then O = S V (V packed), written at O's strides */
+             * per row of S left unnormalised, O = S V (V packed) written at O's strides, and
+             * each row of O divided by its row's sum (dv divisions a row instead of sk) */
             long nb0 = f[0], nb1 = f[1], sq = f[2], sk = f[3], d = f[4], dv = f[5];
             double scd; memcpy(&scd, f + 6, 8);
             float scale = (float)scd;
             const int64_t *Q = f + 7, *Kd = f + 11, *Vd = f + 15, *O = f + 19;
             float *kp = ADDR(f[23]), *S = kp + (sk + 15) / 16 * 16 * d;
-            float *vp = S + sq * sk;
+            float *vp = S + sq * sk, *sums = vp + (dv + 15) / 16 * 16 * sk;
             SFX(Epi) none = {0, 0, 0, 0, ACT_NONE};
             for (long b0 = 0; b0 < nb0; b0++)
                 for (long b1 = 0; b1 < nb1; b1++) {
@@ -656,9 +671,14 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
                     float *o = ADDR(O[0]) + b0 * O[1] + b1 * O[2];
                     SFX(pack_bt)(k, d, sk, Kd[3], kp);
                     SFX(gemm)(sq, d, sk, q, Q[3], kp, S, sk, &none);
-                    for (long i = 0; i < sq; i++) SFX(softmax_row)(S + i * sk, S + i * sk, sk, scale);
+                    for (long i = 0; i < sq; i++)
+                        sums[i] = SFX(softmax_row)(S + i * sk, S + i * sk, sk, scale, 0);
                     SFX(pack_b)(v, sk, dv, Vd[3], 1, vp);
                     SFX(gemm)(sq, sk, dv, S, sk, vp, o, O[3], &none);
+                    for (long i = 0; i < sq; i++) {
+                        float *oi = o + i * O[3], si = sums[i];
+                        for (long c = 0; c < dv; c++) oi[c] = oi[c] / si;
+                    }
                 }
             break; }
         case I_CONV_S1:
