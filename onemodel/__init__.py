@@ -8,6 +8,7 @@ from . import registry
 from .core import DType, GradMode, Tensor, manual_seed, tensor
 from .core.ops_namespace import ops
 from .core.session import Session, SessionOutputs, ValueInfo, backends
+from . import passes  # noqa: E402,F401  (registers the generic passes with the registry)
 from .trace import TracedModel, Tracer, trace
 from .loading import load, load_onnx
 from .errors import (ArgumentError, FormatError, GraphError, OneModelError, OpError, PluginError,

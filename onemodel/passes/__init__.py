@@ -9,7 +9,8 @@
   `Graph.verify` and names the pass that broke it.
 
 The built-in passes live one per file in this package and are registered through the plugin
-object `onemodel.passes.builtin`, exactly as a third-party plugin would register its own.
+object `onemodel.passes.builtin`, exactly as a third-party plugin would register its own; this
+package adds it to the registry when imported (``import onemodel`` imports it).
 """
 from __future__ import annotations
 
@@ -110,5 +111,16 @@ def optimize_on_load(graph: Graph, max_rounds: int = 10) -> Graph:
             break
     return graph
 
+
+def _register_builtin() -> None:
+    """The generic passes join the registry as the plugin "onemodel-builtin-passes" when this
+    layer is imported (the registry, below it, never imports it)."""
+    from ..registry import REGISTRY
+    from . import builtin
+
+    REGISTRY.add_internal(builtin.PLUGIN_NAME, builtin)
+
+
+_register_builtin()
 
 __all__ = ["LEVELS", "PassError", "passes_for", "run_pass", "optimize", "optimize_on_load"]

@@ -22,8 +22,10 @@ from .records import RECORD_TYPES, KernelDef, ModuleDef, OpDef
 
 ENTRY_POINT_GROUP = "onemodel"
 DISABLE_ENV = "ONEMODEL_DISABLE_PLUGIN_AUTOLOAD"
-#: Plugin objects of the core itself, registered before the entry points: (name, module).
-INTERNAL_PLUGINS = (("onemodel-builtin-passes", "onemodel.passes.builtin"),)
+#: Plugin objects of the core's own upper layers (the generic passes), registered before the
+#: entry points: (name, plugin object). A layer adds itself with `Registry.add_internal` when it
+#: is imported, so the registry (the lowest layer) never imports upward.
+INTERNAL_PLUGINS: list[tuple[str, object]] = []
 
 
 def _core_version() -> str | None:
@@ -134,21 +136,23 @@ class Registry:
 
     def _register_internal(self) -> None:
         """The core's own plugin objects (built-in passes and fused ops), like any plugin."""
-        for name, module in INTERNAL_PLUGINS:
+        for name, plugin in INTERNAL_PLUGINS:
             if self._pm.get_plugin(name) is not None:
                 continue
-            info = PluginInfo(name=name, distribution="onemodel", version=_core_version())
-            self._infos[name] = info
-            try:
-                plugin = importlib.import_module(module)
-            except Exception as exc:  # noqa: BLE001
-                err = PluginError(f"internal plugin {name!r} failed to import: "
-                                  f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}",
-                                  plugin=name, distribution="onemodel")
-                info.errors.append(err)
-                self._load_errors.append(err)
-                continue
+            self._infos[name] = PluginInfo(name=name, distribution="onemodel",
+                                           version=_core_version())
             self._pm.register(plugin, name=name)
+
+    def add_internal(self, name: str, plugin: object) -> None:
+        """Register a plugin object of the core's upper layers (``onemodel.passes`` adds its
+        generic passes when imported); kept across reloads, shown as distribution onemodel."""
+        with self._lock:
+            if any(n == name for n, _p in INTERNAL_PLUGINS):
+                return
+            INTERNAL_PLUGINS.append((name, plugin))
+            if self._loaded_entry_points:  # already loaded: add it now and rebuild the tables
+                self._register_internal()
+            self._changed()
 
     def _ensure(self) -> Tables:
         tables = self._tables
