@@ -8,14 +8,15 @@ from . import registry
 from .core import DType, GradMode, Tensor, manual_seed, tensor
 from .core.ops_namespace import ops
 from .core.session import Session, SessionOutputs, ValueInfo, backends
-from . import passes  # noqa: E402,F401  (registers the generic passes with the registry)
+from . import formats, passes  # noqa: E402,F401  (they register passes and hand the core
+#                                 what it needs from them: see onemodel/core/layers.py)
 from .trace import TracedModel, Tracer, trace
 from .loading import load, load_onnx
 from .errors import (ArgumentError, FormatError, GraphError, OneModelError, OpError, PluginError,
                      SessionError, TraceException)
 from . import nn, optim  # noqa: E402  (after the core: nn and optim build on Tensor)
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402
 
 _sys.modules[__name__ + ".ops"] = ops
 

@@ -21,7 +21,7 @@ import attrs
 import numpy as np
 
 from ..errors import OneModelError, SessionError
-from . import guards
+from . import guards, layers
 from .dtype import DType
 from .graph import Graph, as_graph
 from .symbolic import Dim, SymbolicError, evaluate
@@ -99,9 +99,7 @@ def _resolve_graph(model: Any) -> Graph:
         path = os.fspath(model)
         if not os.path.exists(path):
             raise FileNotFoundError(errno.ENOENT, "no model file", path)
-        from .. import formats  # the formats layer sits above the core: import it lazily
-
-        return formats.load(path)
+        return layers.service("load")(path)  # provided by the formats layer, above the core
     return as_graph(model, "Session (or a model file path)")
 
 
@@ -122,7 +120,7 @@ class Session:
                  threads: int | None = None, *, disabled: Sequence[str] = (),
                  **backend_options: Any) -> None:
         from ..registry import REGISTRY
-        from ..passes import optimize
+        optimize = layers.service("optimize")  # provided by the passes layer
 
         threads = check_threads(threads)
         graph = _resolve_graph(model)

@@ -47,3 +47,15 @@ def save(graph, path, opset=None):
     if os.fspath(path).lower().endswith(".onnx"):
         return save_onnx(graph, path, opset=opset)
     return save_graph(graph, path)
+
+
+def _provide() -> None:
+    """Hand the core what it needs from this layer (see `onemodel.core.layers`)."""
+    from ..core import layers
+
+    layers.provide("load", load)
+    layers.provide("save", save_graph)
+    layers.provide("save_onnx", save_onnx)
+
+
+_provide()

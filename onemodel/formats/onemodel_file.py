@@ -12,6 +12,8 @@ writer.
 """
 from __future__ import annotations
 
+from .._version import __version__
+
 import io
 import json
 import math
@@ -57,8 +59,6 @@ _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _version() -> str:
-    from .. import __version__
-
     return __version__
 
 

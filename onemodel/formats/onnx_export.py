@@ -58,6 +58,8 @@ to assert that no symbolic input or output axis became a fixed number.
 """
 from __future__ import annotations
 
+from .._version import __version__
+
 import os
 import re
 from typing import Iterable
@@ -414,7 +416,6 @@ def to_onnx(graph_or_traced, opset: int | None = None, *, check: bool = True,
     """The `onnx.ModelProto` for a graph (checked unless ``check=False``). ``fold`` first
     computes nodes whose inputs are all constants (slices of weights, static factories), so the
     file holds their results instead."""
-    from .. import __version__
     from ..registry import REGISTRY
 
     onnx = _onnx()

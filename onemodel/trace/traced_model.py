@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 
+from ..core import layers
 from ..core.graph import Graph
 from ..core.tensor import Tensor
 from ..errors import OneModelError
@@ -61,15 +62,11 @@ class TracedModel:
 
     def save(self, path: str | os.PathLike) -> None:
         """Save in the OneModel format (one file; see docs/format.md)."""
-        from ..formats import onemodel_file
-
-        onemodel_file.save_graph(self.graph, path)
+        layers.service("save")(self.graph, path)  # the formats layer, above this one
 
     def save_onnx(self, path: str | os.PathLike, opset: int | None = None) -> None:
         """Export to ONNX; symbolic axes become named dim_params."""
-        from ..formats import onnx_export
-
-        onnx_export.save_onnx(self.graph, path, opset=opset)
+        layers.service("save_onnx")(self.graph, path, opset=opset)
 
     def close(self) -> None:
         if self._session is not None:
