@@ -57,12 +57,18 @@ static inline V8 SFX(gelu8)(V8 x) {
 }
 
 /* sum of n floats with 8 partial sums (a fixed order, unlike -ffast-math) */
+static inline float SFX(hsum8)(V8 acc) {  /* the 8 lanes by halving: 3 adds deep, not 8 */
+    acc += OM_SHUF8(acc, 4, 5, 6, 7, 0, 1, 2, 3);
+    acc += OM_SHUF8(acc, 2, 3, 0, 1, 6, 7, 4, 5);
+    acc += OM_SHUF8(acc, 1, 0, 3, 2, 5, 4, 7, 6);
+    return acc[0];
+}
+
 static float SFX(sum)(const float *x, long n) {
     V8 acc = {0};
     long i = 0;
     for (; i + 8 <= n; i += 8) acc += SFX(ld8)(x + i);
-    float s = 0.0f;
-    for (int j = 0; j < 8; j++) s += acc[j];
+    float s = SFX(hsum8)(acc);
     for (; i < n; i++) s += x[i];
     return s;
 }
@@ -305,7 +311,7 @@ static inline V8 SFX(exp8)(V8 x) {
 }
 
 /* y = softmax(scale * x) over n values (y may be x); NaN anywhere gives NaN everywhere, as the
- * numpy kernel's max does. The sum has the order of SFX(sum). With normalize 0, y holds the
+ * numpy kernel's max does. The sum is in SFX(sum)'s order. With normalize 0, y holds the
  * exponentials and the sum is returned (attention divides its output rows instead). */
 static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int normalize) {
     long n8 = n / 8 * 8, i;
@@ -323,10 +329,7 @@ static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int
         acc += e;
         SFX(st8)(y + i, e);
     }
-    acc += OM_SHUF8(acc, 4, 5, 6, 7, 0, 1, 2, 3);
-    acc += OM_SHUF8(acc, 2, 3, 0, 1, 6, 7, 4, 5);
-    acc += OM_SHUF8(acc, 1, 0, 3, 2, 5, 4, 7, 6);
-    float s = acc[0];
+    float s = SFX(hsum8)(acc);
     for (; i < n; i++) { y[i] = om_exp(x[i] * scale - m); s += y[i]; }
     if (!normalize) return s;
     V8 sv = SFX(bc)(s);
@@ -640,8 +643,12 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
                 const float *xr = x + r * cols;
                 float *yr = y + r * cols;
                 float mean = SFX(sum)(xr, cols) / (float)cols;
-                for (long i = 0; i < cols; i++) yr[i] = (xr[i] - mean) * (xr[i] - mean);
-                float var = SFX(sum)(yr, cols) / (float)cols;
+                V8 mv = SFX(bc)(mean), sq = {0};
+                long i8 = 0;
+                for (; i8 + 8 <= cols; i8 += 8) { V8 dlt = SFX(ld8)(xr + i8) - mv; sq += dlt * dlt; }
+                float var = SFX(hsum8)(sq);
+                for (; i8 < cols; i8++) var += (xr[i8] - mean) * (xr[i8] - mean);
+                var = var / (float)cols;
                 float inv = 1.0f / sqrtf(var + eps);
                 for (long i = 0; i < cols; i++) {
                     float v = (xr[i] - mean) * inv;
