@@ -19,14 +19,18 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 #define SFX(name) name##_avx2
+#define OM_VEC_MINMAX 1
 #include "om_kernels.h"
+#undef OM_VEC_MINMAX
 #undef SFX
 #pragma GCC pop_options
 #elif defined(__x86_64__) && defined(__clang__)
 #define OM_HAVE_AVX2 1
 #pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
 #define SFX(name) name##_avx2
+#define OM_VEC_MINMAX 1
 #include "om_kernels.h"
+#undef OM_VEC_MINMAX
 #undef SFX
 #pragma clang attribute pop
 #endif

@@ -24,23 +24,27 @@ static inline void SFX(st8)(float *p, V8 v) { memcpy(p, &v, 32); }
 /* a broadcast from memory (x + 0 would cost an add: -0.0 + 0 is not -0.0) */
 static inline V8 SFX(bc)(float x) { return (V8){x, x, x, x, x, x, x, x}; }
 
-static inline V8 SFX(relu8)(V8 v) {
-    typedef int32_t SFX(i8) __attribute__((vector_size(32)));
-    SFX(i8) neg = v < (V8){0};               /* NaN < 0 is false: NaN stays */
-    SFX(i8) bits; memcpy(&bits, &v, 32);
-    bits &= ~neg;
-    memcpy(&v, &bits, 32);
-    return v;
+/* vmin(a, b) = a < b ? a : b and vmax(a, b) = a > b ? a : b on 8 lanes (b when either is NaN):
+ * one instruction in the AVX2 copy, compare and select in the portable one, the same results */
+typedef int32_t SFX(mm8) __attribute__((vector_size(32)));
+static inline V8 SFX(vsel)(SFX(mm8) m, V8 a, V8 b) {
+    return (V8)((m & (SFX(mm8))a) | (~m & (SFX(mm8))b));
 }
+#ifdef OM_VEC_MINMAX
+static inline V8 SFX(vmin)(V8 a, V8 b) { return __builtin_ia32_minps256(a, b); }
+static inline V8 SFX(vmax)(V8 a, V8 b) { return __builtin_ia32_maxps256(a, b); }
+#else
+static inline V8 SFX(vmin)(V8 a, V8 b) { return SFX(vsel)(a < b, a, b); }
+static inline V8 SFX(vmax)(V8 a, V8 b) { return SFX(vsel)(a > b, a, b); }
+#endif
+
+/* om_relu on 8 lanes: 0 > v ? 0 : v keeps NaN and -0.0 */
+static inline V8 SFX(relu8)(V8 v) { return SFX(vmax)((V8){0}, v); }
 
 /* om_erf and om_gelu of om_math.h on 8 lanes (the same operations in the same order) */
 static inline V8 SFX(gelu8)(V8 x) {
-    typedef int32_t SFX(g8) __attribute__((vector_size(32)));
     V8 z = x * 0.70710678118654752f;
-    SFX(g8) lo = z < (V8){-4.0f, -4.0f, -4.0f, -4.0f, -4.0f, -4.0f, -4.0f, -4.0f};
-    SFX(g8) hi = z > (V8){4.0f, 4.0f, 4.0f, 4.0f, 4.0f, 4.0f, 4.0f, 4.0f};
-    V8 c = (V8)((lo & (SFX(g8))SFX(bc)(-4.0f)) | (~lo & (SFX(g8))z));
-    c = (V8)((hi & (SFX(g8))SFX(bc)(4.0f)) | (~hi & (SFX(g8))c));
+    V8 c = SFX(vmax)(SFX(bc)(-4.0f), SFX(vmin)(SFX(bc)(4.0f), z));  /* NaN stays NaN */
     V8 x2 = c * c;
     V8 p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
     p = p * x2 + -2.10102402082508e-06f;
@@ -275,12 +279,7 @@ static void SFX(pack_b)(const float *B, long K, long N, long sk, long sn, float 
 
 /* om_max on 8 lanes (NaN in either operand gives NaN) */
 static inline V8 SFX(max8)(V8 a, V8 b) {
-    typedef int32_t SFX(m8) __attribute__((vector_size(32)));
-    SFX(m8) gt = a > b, bn = b != b, an = a != a;
-    SFX(m8) ai = (SFX(m8))a, bi = (SFX(m8))b;
-    SFX(m8) r = (an & ai) | (~an & bi);      /* a != a ? a : b */
-    r = (bn & bi) | (~bn & r);                /* b != b ? b : ... */
-    return (V8)((gt & ai) | (~gt & r));       /* a > b ? a : ... */
+    return SFX(vsel)(a != a, a, SFX(vmax)(a, b));  /* vmax gives b when either is NaN */
 }
 
 /* -- vector math: the formulas of om_math.h on 8 lanes (selects instead of branches) ---------- */
@@ -289,10 +288,10 @@ typedef int32_t SFX(i8v) __attribute__((vector_size(32)));
 static inline V8 SFX(sel)(I8 m, V8 a, V8 b) { return (V8)((m & (I8)a) | (~m & (I8)b)); }
 
 static inline V8 SFX(exp8)(V8 x) {
-    V8 xc = SFX(sel)(x > SFX(bc)(89.0f), SFX(bc)(89.0f), x);
-    xc = SFX(sel)(xc < SFX(bc)(-104.0f), SFX(bc)(-104.0f), xc);
+    V8 xc = SFX(vmax)(SFX(bc)(-104.0f), SFX(vmin)(SFX(bc)(89.0f), x));  /* NaN: fixed below */
     V8 fx = xc * 1.44269504088896341f;
-    V8 half = SFX(sel)(fx < SFX(bc)(0.0f), SFX(bc)(-0.5f), SFX(bc)(0.5f));
+    /* +-0.5 with fx's sign (-0.0 gets -0.5: trunc(-0.5) = trunc(0.5) = 0, as om_exp) */
+    V8 half = (V8)(((I8)fx & (I8)SFX(bc)(-0.0f)) | (I8)SFX(bc)(0.5f));
     I8 n = __builtin_convertvector(fx + half, I8);
     V8 nf = __builtin_convertvector(n, V8);
     V8 r = xc - nf * 0.693359375f;
