@@ -483,3 +483,27 @@ def test_threads_trace_at_once_without_touching_each_other():
     for (k, i), got in results.items():
         np.testing.assert_allclose(got, np.full((2, 3), k + i, np.float32))
     assert len(results) == 30
+
+
+def test_onnx_import_records_the_guards_its_slices_need(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    table = np.arange(40, dtype=np.float32).reshape(10, 4)  # y = table[:seq] + x
+    nodes = [helper.make_node("Shape", ["x"], ["s"], start=0, end=1),
+             helper.make_node("Slice", ["table", "zero", "s", "zero"], ["t"]),
+             helper.make_node("Add", ["t", "x"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["seq", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["seq", 4])],
+        initializer=[numpy_helper.from_array(table, "table"),
+                     numpy_helper.from_array(np.array([0], np.int64), "zero")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              tmp_path / "g.onnx")
+    model = om.load_onnx(tmp_path / "g.onnx")
+    assert [g.text for g in model.graph.guards] == ["seq <= 10"]
+    session = model.create_session()
+    np.testing.assert_array_equal(session.run({"x": np.ones((3, 4), np.float32)})["y"].numpy(),
+                                  table[:3] + 1)
+    with pytest.raises(SessionError, match=r"seq = 12.*seq <= 10"):
+        session.run({"x": np.ones((12, 4), np.float32)})

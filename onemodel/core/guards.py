@@ -102,7 +102,7 @@ def check(guards, env: Mapping[str, int]) -> None:
             sizes = ", ".join(f"{s} = {env[s]}" for s in g.symbols() if s in env)
             why = f" ({g.reason})" if g.reason else ""
             at = f", recorded at {g.source}" if g.source else ""
-            raise SessionError(f"axis sizes {sizes} are outside what this graph was traced for: "
+            raise SessionError(f"axis sizes {sizes} are outside what this graph allows: "
                                f"it needs {g.text}{why}{at}")
 
 

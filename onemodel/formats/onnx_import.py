@@ -753,7 +753,22 @@ GUARDS_KEY = "onemodel.guards"
 
 
 def from_onnx(model, label: str = "<model>") -> Graph:
-    """Convert an `onnx.ModelProto` into a verified OneModel Graph."""
+    """Convert an `onnx.ModelProto` into a verified OneModel Graph. Size conditions the ops'
+    inference states while converting (a slice of a fixed axis up to a symbolic size) become
+    the graph's guards, with those the file carries (see onemodel/core/guards.py)."""
+    from ..core import guards as size_guards
+
+    stated: list = []
+    previous = size_guards.start(stated)
+    try:
+        graph = _convert(model, label)
+    finally:
+        size_guards.stop(previous)
+    found = size_guards.merge(graph.guards, stated)
+    return evolve(graph, guards=found) if found != tuple(graph.guards) else graph
+
+
+def _convert(model, label: str) -> Graph:
     onnx = _onnx()
     check_model(onnx, model, label)
     g = model.graph
