@@ -249,24 +249,12 @@ def conv_rule(lw: Lowering, node, params):
     ph, pw = _pair(params.get("padding", 0), "padding")
     dh, dw = _pair(params.get("dilation", 1), "dilation")
     g = int(params.get("groups", 1))
-    n, cin, h, wd = lw.shape(x)
-    out = node.outputs[0]
-    _, cout, ho, wo = lw.shape(out)
-    kh, kw = W.shape[2], W.shape[3]
+    cin, cout = lw.shape(x)[1], lw.shape(node.outputs[0])[1]
+    if W.dtype != np.float32 or g < 1 or cout % g or cin % g or min(sh, sw, dh, dw) < 1:
+        raise Unsupported("conv weight dtype or grouping")
     xl = lw.contiguous(x)
     bl = lw.contiguous(b) if b is not None else None
-    if (sh, sw) == (1, 1) and W.dtype == np.float32 and cout % g == 0 and cin % g == 0:
-        _conv_s1(lw, node, params, xl, bl, W, (ph, pw), (dh, dw), g)
-        return
-    woff = lw.weights.plain(w, W)
-    kk = (cin // g) * kh * kw
-    scratch = lw.scratch(kk * ((ho * wo + 15) // 16) * 16)
-    dst = lw.dest(out)
-    lw.emit(P.instruction(P.I_CONV, xl.addr, n, cin, h, wd, cout, kh, kw, sh, sw, ph, pw, dh,
-                          dw, g, ho, wo, P.addr(P.WEIGHTS, woff),
-                          bl.addr if bl is not None else -1,
-                          P.ACTIVATIONS[params.get("activation")], dst.addr, scratch.addr))
-    lw.bind(out, dst)
+    _conv_direct(lw, node, params, xl, bl, W, (sh, sw), (ph, pw), (dh, dw), g)
 
 
 def pack_conv_weights(W: np.ndarray, groups: int) -> np.ndarray:
@@ -307,24 +295,30 @@ def _pool_after(lw: Lowering, conv_out: str):
     return node
 
 
-def _conv_s1(lw: Lowering, node, params, xl: Loc, bl, W, pad, dil, g):
-    """Stride-1 convolution on the shifted-slice kernel (see om_kernels.h), with a following
-    2x2 max pool fused in when the pool is the convolution's only reader."""
+def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g):
+    """Convolution on the shifted-slice kernel (see om_kernels.h; a stride above 1 through
+    phase planes), with a following 2x2 max pool fused in when the pool is the convolution's
+    only reader."""
     n, cin, h, wd = xl.shape
     out = node.outputs[0]
     _, cout, ho, wo = lw.shape(out)
     kh, kw = W.shape[2], W.shape[3]
-    (ph, pw), (dh, dw) = pad, dil
-    hp = h + 2 * ph
-    if (ho, wo) != (hp - (kh - 1) * dh, wd + 2 * pw - (kw - 1) * dw):
+    (sh, sw), (ph, pw), (dh, dw) = stride, pad, dil
+    hp, wfull = h + 2 * ph, wd + 2 * pw
+    if (ho, wo) != ((hp - (kh - 1) * dh - 1) // sh + 1, (wfull - (kw - 1) * dw - 1) // sw + 1):
         raise Unsupported("conv output shape")
-    wp = wd + pw  # rows share their padding (om_kernels.h)
+    if (sh, sw) == (1, 1):
+        wp = wd + pw  # rows share their padding (om_kernels.h)
+        plane = hp * wp + pw
+    else:
+        wp = -(-wfull // sw)
+        plane = -(-hp // sh) * wp
     cig, cog = cin // g, cout // g
     k = cig * kh * kw
     cog4 = (cog + 3) // 4 * 4
     nq = (ho - 1) * wp + wo
     nqr = (nq + 23) // 24 * 24
-    xpn = cig * (hp * wp + pw) + 24 + wp
+    xpn = cig * sh * sw * plane + 24 + wp
     scratch = lw.scratch((xpn + 15) // 16 * 16 + cog4 * nqr + 32 + 2 * k + 2)
     woff = lw.weights.offset(("conv4", node.inputs[1], g), lambda: pack_conv_weights(W, g))
     pool = _pool_after(lw, out)
@@ -333,10 +327,11 @@ def _conv_s1(lw: Lowering, node, params, xl: Loc, bl, W, pad, dil, g):
         lw.fused[id(pool)] = dst
     else:
         dst = lw.dest(out)
-    lw.emit(P.instruction(P.I_CONV_S1, xl.addr, n, cin, h, wd, cout, kh, kw, ph, pw, dh, dw, g,
-                          ho, wo, P.addr(P.WEIGHTS, woff), bl.addr if bl is not None else -1,
+    lw.emit(P.instruction(P.I_CONV_DIRECT, xl.addr, n, cin, h, wd, cout, kh, kw, ph, pw, dh, dw,
+                          g, ho, wo, P.addr(P.WEIGHTS, woff),
+                          bl.addr if bl is not None else -1,
                           P.ACTIVATIONS[params.get("activation")], dst.addr, scratch.addr,
-                          1 if pool is not None else 0))
+                          1 if pool is not None else 0, sh, sw))
     if pool is None:
         lw.bind(out, dst)
 

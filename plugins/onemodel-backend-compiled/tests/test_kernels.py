@@ -1,7 +1,8 @@
 """The convolution and attention kernels against formulas written here in numpy (not the numpy
-backend's code), over the shapes and options their fast paths special-case: stride 1 (the
-shifted-slice kernel) and other strides (im2col), padding, dilation, groups, output channels
-not a multiple of 4, a fused activation and a fused 2x2 max pool; NaN/inf through both."""
+backend's code), over the shapes and options their fast paths special-case: stride 1 (shifted
+slices of the padded input, rows sharing their padding) and larger strides (phase planes),
+padding, dilation, groups, output channels not a multiple of 4, a fused activation and a fused
+2x2 max pool; NaN/inf through both."""
 from __future__ import annotations
 
 import numpy as np
@@ -60,7 +61,13 @@ CONV_CASES = [
     (4, 6, 3, 1, 2, 2, 2, "relu", False, 8, 8),
     (6, 6, 3, 1, 1, 1, 6, None, True, 5, 6),      # depthwise, odd pooled size
     (2, 9, 1, 1, 0, 1, 1, "tanh", False, 4, 3),
-    (3, 8, 3, 2, 1, 1, 1, "relu", True, 12, 12),  # stride 2: the im2col path
+    (3, 8, 3, 2, 1, 1, 1, "relu", True, 12, 12),  # stride 2: phase planes
+    (3, 16, 7, 2, 3, 1, 1, None, False, 23, 22),  # a 7x7 stride-2 stem, odd input
+    (4, 5, 3, 3, 1, 2, 1, "relu", False, 17, 14),  # stride 3 and dilation 2
+    (6, 12, 3, 2, 1, 1, 3, "relu", True, 10, 11),  # grouped, stride 2, pooled
+    (8, 8, 3, 2, 1, 1, 8, None, False, 9, 9),      # depthwise stride 2
+    (24, 10, 3, 1, 1, 1, 1, "relu", True, 30, 31),  # over 64 KiB: two chunks of channels
+    (20, 8, 3, 2, 1, 1, 1, None, False, 41, 40),    # phase planes in three chunks
 ]
 
 
@@ -90,9 +97,9 @@ def test_conv_against_a_direct_sum(case, isa):
             ref = pool_reference(ref)
         got = session.run({"input": x})["output"].numpy()
         np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL * 10, err_msg=f"b{batch}")
-    if stride == 1 and pool:
+    if pool:
         src = session.plan_source({"input": x0})
-        assert "conv2d_s1" in src and "max_pool2d" not in src.split("native segment:")[1].split()[0]
+        assert "conv2d_direct" in src and "max_pool2d" not in src.split("native segment:")[1].split()[0]
 
 
 def test_conv_nan_and_inf_as_numpy(isa):

@@ -338,9 +338,10 @@ static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int
 }
 #undef I8
 
-/* -- stride-1 convolution without im2col ------------------------------------------------------
+/* -- direct convolution without im2col ------------------------------------------------------------
  * The input of one image and group is copied once into a zero-padded buffer xp (Hp rows of
- * Wp = W + pw per channel, see below). An output pixel (oh, ow) computed at q = oh * Wp + ow reads xp at q + koff[k] for
+ * Wp = W + pw per channel at stride 1, see conv_direct; phase planes at other strides). An
+ * output pixel (oh, ow) computed at q = oh * Wp + ow reads xp at q + koff[k] for
  * k = (ci, u, t), so each reduction step is a contiguous, shifted slice of xp: the GEMM
  * "B panel" is the input itself. Tiles of 4 output channels x 24 positions accumulate in
  * registers; positions with ow >= Wo are computed and dropped. Weights are packed per group as
@@ -378,10 +379,21 @@ static void SFX(pool2_rows)(const float *x, long ld, long Hq, long Wq, float *o,
     }
 }
 
+/* first: start from zero (else from o0, the sums of earlier input channels); last: add the
+ * bias and apply ReLU (else store the partial sums) */
 static void SFX(conv_tile)(long K, const long *koff, const float *xq, const float *wp,
-                           float *o0, long ldo, const float *bias, int relu) {
+                           float *o0, long ldo, const float *bias, int relu, int first,
+                           int last) {
     V8 c00 = {0}, c01 = {0}, c02 = {0}, c10 = {0}, c11 = {0}, c12 = {0};
     V8 c20 = {0}, c21 = {0}, c22 = {0}, c30 = {0}, c31 = {0}, c32 = {0};
+    if (!first) {
+        c00 = SFX(ld8)(o0); c01 = SFX(ld8)(o0 + 8); c02 = SFX(ld8)(o0 + 16);
+        c10 = SFX(ld8)(o0 + ldo); c11 = SFX(ld8)(o0 + ldo + 8); c12 = SFX(ld8)(o0 + ldo + 16);
+        c20 = SFX(ld8)(o0 + 2 * ldo); c21 = SFX(ld8)(o0 + 2 * ldo + 8);
+        c22 = SFX(ld8)(o0 + 2 * ldo + 16);
+        c30 = SFX(ld8)(o0 + 3 * ldo); c31 = SFX(ld8)(o0 + 3 * ldo + 8);
+        c32 = SFX(ld8)(o0 + 3 * ldo + 16);
+    }
     for (long k = 0; k < K; k++) {
         const float *p = xq + koff[k];
         V8 b0 = SFX(ld8)(p), b1 = SFX(ld8)(p + 8), b2 = SFX(ld8)(p + 16);
@@ -394,10 +406,10 @@ static void SFX(conv_tile)(long K, const long *koff, const float *xq, const floa
     }
     V8 acc[4][3] = {{c00, c01, c02}, {c10, c11, c12}, {c20, c21, c22}, {c30, c31, c32}};
     for (int r = 0; r < 4; r++) {
-        V8 bv = SFX(bc)(bias ? bias[r] : 0.0f);
+        V8 bv = SFX(bc)(bias && last ? bias[r] : 0.0f);
         for (int j = 0; j < 3; j++) {
-            V8 v = bias ? acc[r][j] + bv : acc[r][j];
-            if (relu) v = SFX(relu8)(v);
+            V8 v = bias && last ? acc[r][j] + bv : acc[r][j];
+            if (relu && last) v = SFX(relu8)(v);
             SFX(st8)(o0 + r * ldo + 8 * j, v);
         }
     }
@@ -405,8 +417,13 @@ static void SFX(conv_tile)(long K, const long *koff, const float *xq, const floa
 
 /* 4 output channels x 8 positions: the tail of a channel's positions when 16 or fewer remain */
 static void SFX(conv_tile8)(long K, const long *koff, const float *xq, const float *wp,
-                            float *o0, long ldo, const float *bias, int relu) {
+                            float *o0, long ldo, const float *bias, int relu, int first,
+                            int last) {
     V8 c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
+    if (!first) {
+        c0 = SFX(ld8)(o0); c1 = SFX(ld8)(o0 + ldo);
+        c2 = SFX(ld8)(o0 + 2 * ldo); c3 = SFX(ld8)(o0 + 3 * ldo);
+    }
     for (long k = 0; k < K; k++) {
         V8 b = SFX(ld8)(xq + koff[k]);
         const float *w = wp + 4 * k;
@@ -415,15 +432,18 @@ static void SFX(conv_tile8)(long K, const long *koff, const float *xq, const flo
     }
     V8 acc[4] = {c0, c1, c2, c3};
     for (int r = 0; r < 4; r++) {
-        V8 v = bias ? acc[r] + SFX(bc)(bias[r]) : acc[r];
-        if (relu) v = SFX(relu8)(v);
+        V8 v = bias && last ? acc[r] + SFX(bc)(bias[r]) : acc[r];
+        if (relu && last) v = SFX(relu8)(v);
         SFX(st8)(o0 + r * ldo, v);
     }
 }
 
 /* f: x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, G, Ho, Wo, wpacked, bias, act, out,
- *    scratch, pool */
-static void SFX(conv_s1)(const int64_t *f, float **bufs) {
+ *    scratch, pool, sh, sw
+ * Stride s > 1 becomes stride 1 over phase planes: plane (a, b) of a channel holds the padded
+ * input at rows i * sh + a and columns j * sw + b, so tap (u, t) of output (oh, ow) reads plane
+ * (u dh % sh, t dw % sw) at (oh + u dh / sh, ow + t dw / sw): again a shifted slice. */
+static void SFX(conv_direct)(const int64_t *f, float **bufs) {
 #define CADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
     const float *x = CADDR(f[0]), *wpk = CADDR(f[15]), *bias = CADDR(f[16]);
     float *out = CADDR(f[18]), *scr = CADDR(f[19]);
@@ -431,44 +451,91 @@ static void SFX(conv_s1)(const int64_t *f, float **bufs) {
     long Nn = f[1], Cin = f[2], H = f[3], W = f[4], Cout = f[5], kh = f[6], kw = f[7];
     long ph = f[8], pw = f[9], dh = f[10], dw = f[11], G = f[12], Ho = f[13], Wo = f[14];
     int act = (int)f[17], pool = (int)f[20];
+    long sh = f[21], sw = f[22];
+    int strided = sh != 1 || sw != 1;
     long cig = Cin / G, cog = Cout / G, K = cig * kh * kw;
-    /* a row is [pw zeros][W values]: the right padding of a row is the left padding of the
-     * next (a read past a row's end wraps into zeros), so a row is W + pw wide, not W + 2 pw,
-     * and a plane ends with pw more zeros for its last row */
-    long Hp = H + 2 * ph, Wp = W + pw, plane = Hp * Wp + pw;
+    long Hp = H + 2 * ph, Wp, plane, Hph = 0;
+    if (!strided) {
+        /* a row is [pw zeros][W values]: the right padding of a row is the left padding of
+         * the next (a read past a row's end wraps into zeros), so a row is W + pw wide, not
+         * W + 2 pw, and a plane ends with pw more zeros for its last row */
+        Wp = W + pw;
+        plane = Hp * Wp + pw;
+    } else {
+        Hph = (Hp + sh - 1) / sh;
+        Wp = (W + 2 * pw + sw - 1) / sw;
+        plane = Hph * Wp;
+    }
+    long nplanes = cig * sh * sw;
     long nq = (Ho - 1) * Wp + Wo, nqr = (nq + CV_NR - 1) / CV_NR * CV_NR;
     long cog4 = (cog + 3) / 4 * 4;
-    long xpn = cig * plane + CV_NR + Wp;                 /* slack for the last tile */
+    long xpn = nplanes * plane + CV_NR + Wp;             /* slack for the last tile */
     float *xp = scr, *op = scr + (xpn + 15) / 16 * 16;
     long *koff = (long *)(op + cog4 * nqr + 32);   /* 32: slack read by pool2_rows */
     for (long ci = 0, k = 0; ci < cig; ci++)
         for (long u = 0; u < kh; u++)
-            for (long t = 0; t < kw; t++, k++) koff[k] = ci * plane + u * dh * Wp + t * dw;
+            for (long t = 0; t < kw; t++, k++) {
+                long a = u * dh % sh, b = t * dw % sw;
+                koff[k] = ((ci * sh + a) * sw + b) * plane + (u * dh / sh) * Wp + t * dw / sw;
+            }
     int relu_fused = act == ACT_RELU || act == ACT_NONE;
     long Hq = Ho / 2, Wq = Wo / 2;
+    /* a large input (over 64 KiB) is reduced over chunks of input channels of about 64 KiB
+     * each (and at least 64 reduction steps): every tile then reads from fewer, nearer rows
+     * (a few dozen streams, not hundreds), at the cost of reloading the partial sums once per
+     * chunk */
+    long kchunk = K;
+    if (nplanes * plane > 16384 && cig > 1) {
+        long cc = 16384 / (sh * sw * plane), least = (64 + kh * kw - 1) / (kh * kw);
+        cc = cc < least ? least : cc;          /* at least 64 steps between reloads */
+        cc = cc > cig ? cig : cc;
+        kchunk = cc * kh * kw;
+    }
     memset(xp, 0, xpn * sizeof(float));
     for (long nn = 0; nn < Nn; nn++)
         for (long g = 0; g < G; g++) {
             const float *xg = x + (nn * Cin + g * cig) * H * W;
-            for (long ci = 0; ci < cig; ci++)
-                for (long h = 0; h < H; h++)
-                    memcpy(xp + ci * plane + (h + ph) * Wp + pw, xg + (ci * H + h) * W,
-                           W * sizeof(float));
+            if (!strided)
+                for (long ci = 0; ci < cig; ci++)
+                    for (long h = 0; h < H; h++)
+                        memcpy(xp + ci * plane + (h + ph) * Wp + pw, xg + (ci * H + h) * W,
+                               W * sizeof(float));
+            else  /* every position of every phase plane: an input value or a zero */
+                for (long ci = 0; ci < cig; ci++)
+                    for (long a = 0; a < sh; a++)
+                        for (long b = 0; b < sw; b++) {
+                            float *pl = xp + ((ci * sh + a) * sw + b) * plane;
+                            for (long i = 0; i < Hph; i++) {
+                                long h = i * sh + a - ph;
+                                float *row = pl + i * Wp;
+                                if (h < 0 || h >= H) { memset(row, 0, Wp * sizeof(float)); continue; }
+                                const float *src = xg + (ci * H + h) * W;
+                                for (long j = 0; j < Wp; j++) {
+                                    long w = j * sw + b - pw;
+                                    row[j] = w >= 0 && w < W ? src[w] : 0.0f;
+                                }
+                            }
+                        }
             const float *wg = wpk + g * cog4 * K;
             const float *bg = bias ? bias + g * cog : 0;
+            for (long k0 = 0; k0 < K; k0 += kchunk)  /* input channels by chunks */
             for (long cb = 0; cb < cog4; cb += 4) {
+                long kn = K - k0 < kchunk ? K - k0 : kchunk;
+                int first = k0 == 0, last = k0 + kn == K;
                 float bb[4];
                 for (int r = 0; r < 4; r++) bb[r] = bg && cb + r < cog ? bg[cb + r] : 0.0f;
+                const float *wk = wg + cb * K + 4 * k0;
                 for (long q0 = 0; q0 < nqr; q0 += CV_NR) {
                     if (nq - q0 <= 16) {  /* the tail: 8 positions at a time */
                         for (long q8 = q0; q8 < nq; q8 += 8)
-                            SFX(conv_tile8)(K, koff, xp + q8, wg + cb * K, op + cb * nqr + q8,
-                                            nqr, bg ? bb : 0, act == ACT_RELU);
+                            SFX(conv_tile8)(kn, koff + k0, xp + q8, wk, op + cb * nqr + q8,
+                                            nqr, bg ? bb : 0, act == ACT_RELU, first, last);
                         break;
                     }
-                    SFX(conv_tile)(K, koff, xp + q0, wg + cb * K, op + cb * nqr + q0, nqr,
-                                   bg ? bb : 0, act == ACT_RELU);
+                    SFX(conv_tile)(kn, koff + k0, xp + q0, wk, op + cb * nqr + q0, nqr,
+                                   bg ? bb : 0, act == ACT_RELU, first, last);
                 }
+                if (!last) continue;
                 /* these 4 channels, while they are in L1: pooled or compacted into out */
                 long ce = cb + 4 < cog ? cb + 4 : cog;
                 for (long co = cb; co < ce; co++) {
@@ -687,45 +754,9 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
                     }
                 }
             break; }
-        case I_CONV_S1:
-            SFX(conv_s1)(f, bufs);
+        case I_CONV_DIRECT:
+            SFX(conv_direct)(f, bufs);
             break;
-        case I_CONV: {
-            /* x, N, Cin, H, W, Cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, Ho, Wo, w, bias,
-               act, out, scratch */
-            const float *x = ADDR(f[0]), *w = ADDR(f[17]), *bias = ADDR(f[18]);
-            float *out = ADDR(f[20]), *col = ADDR(f[21]);
-            long Nn = f[1], Cin = f[2], H = f[3], W = f[4], Cout = f[5], kh = f[6], kw = f[7];
-            long sh = f[8], sw = f[9], ph = f[10], pw = f[11], dh = f[12], dw = f[13];
-            long G = f[14], Ho = f[15], Wo = f[16];
-            long cig = Cin / G, cog = Cout / G, K = cig * kh * kw, P = Ho * Wo;
-            long np = (P + 15) / 16;
-            for (long nn = 0; nn < Nn; nn++)
-                for (long g = 0; g < G; g++) {
-                    const float *xg = x + (nn * Cin + g * cig) * H * W;
-                    /* im2col straight into 16-pixel panels: col[p / 16][k][p % 16] */
-                    for (long ci = 0; ci < cig; ci++)
-                        for (long u = 0; u < kh; u++)
-                            for (long t = 0; t < kw; t++) {
-                                long k = (ci * kh + u) * kw + t, p = 0;
-                                const float *xc = xg + ci * H * W;
-                                for (long oh = 0; oh < Ho; oh++) {
-                                    long ih = oh * sh - ph + u * dh;
-                                    int rowok = ih >= 0 && ih < H;
-                                    const float *xr = xc + ih * W;
-                                    for (long ow = 0; ow < Wo; ow++, p++) {
-                                        long iw = ow * sw - pw + t * dw;
-                                        col[((p >> 4) * K + k) * 16 + (p & 15)] =
-                                            (rowok && iw >= 0 && iw < W) ? xr[iw] : 0.0f;
-                                    }
-                                }
-                                for (; p < np * 16; p++) col[((p >> 4) * K + k) * 16 + (p & 15)] = 0.0f;
-                            }
-                    SFX(Epi) e = {bias ? bias + g * cog : 0, bias ? 2 : 0, 0, 0, (int)f[19]};
-                    SFX(gemm)(cog, K, P, w + g * cog * K, K, col,
-                              out + (nn * Cout + g * cog) * P, P, &e);
-                }
-            break; }
         case I_MAXPOOL:
         case I_AVGPOOL: {
             /* x, NC, H, W, kh, kw, sh, sw, ph, pw, Ho, Wo, out */
