@@ -66,6 +66,7 @@ CONV_CASES = [
     (4, 5, 3, 3, 1, 2, 1, "relu", False, 17, 14),  # stride 3 and dilation 2
     (6, 12, 3, 2, 1, 1, 3, "relu", True, 10, 11),  # grouped, stride 2, pooled
     (8, 8, 3, 2, 1, 1, 8, None, False, 9, 9),      # depthwise stride 2
+    (16, 16, 3, 1, 1, 1, 16, "relu", False, 20, 30),  # depthwise, 48 positions at a time
     (24, 10, 3, 1, 1, 1, 1, "relu", True, 30, 31),  # over 64 KiB: two chunks of channels
     (20, 8, 3, 2, 1, 1, 1, None, False, 41, 40),    # phase planes in three chunks
 ]
