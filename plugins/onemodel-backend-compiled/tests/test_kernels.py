@@ -193,3 +193,35 @@ def test_gemm_register_epilogue_with_nan_inf_and_residual(act, isa):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
         ok = ~np.isnan(ref)
         np.testing.assert_allclose(got[ok], ref[ok], rtol=RTOL, atol=ATOL * 10)
+
+
+def test_one_session_from_eight_threads_at_several_batch_sizes():
+    """Runs in flight at once each get their own scratch arena; the remembered previous plan
+    and the session's cached feed checks never hand a run another batch's plan."""
+    import threading
+
+    from tests import session_models as models
+
+    fn, shape = models.cnn()
+    traced = models.trace(fn, shape, axes=("batch",))
+    session = om.Session(traced, backend="compiled")
+    reference = om.Session(traced, backend="numpy")
+    inputs = [models.feed(shape, 1 + i % 4, seed=i) for i in range(8)]
+    expected = [reference.run({"input": x})["output"].numpy() for x in inputs]
+    errors, barrier = [], threading.Barrier(8)
+
+    def work(i):
+        try:
+            barrier.wait()
+            for _ in range(30):
+                got = session.run({"input": inputs[i]})["output"].numpy()
+                np.testing.assert_allclose(got, expected[i], rtol=RTOL, atol=ATOL)
+        except Exception as exc:  # noqa: BLE001 - collected and reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
