@@ -268,6 +268,10 @@ static void SFX(pack_b)(const float *B, long K, long N, long sk, long sn, float 
     for (long j = 0; j < np; j++)
         for (long k = 0; k < K; k++) {
             float *d = dst + (j * K + k) * 16;
+            if (sn == 1 && j * 16 + 16 <= N) {  /* a whole row of the panel: one copy */
+                memcpy(d, B + k * sk + j * 16, 16 * sizeof(float));
+                continue;
+            }
             for (int c = 0; c < 16; c++) {
                 long n = j * 16 + c;
                 d[c] = n < N ? B[k * sk + n * sn] : 0.0f;
