@@ -61,6 +61,10 @@ def node_error(node: Node, exc: BaseException, provider: str | None = None
 def run_graph(graph: Graph, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     ops = REGISTRY.tables().ops
     env = bind_symbols(graph, feeds)
+    from .dynamic_plan import DynamicPlan, data_symbols
+
+    if data_symbols(graph):  # sizes decided by tensor data: bound as the nodes run
+        return DynamicPlan(graph, env, [o for o, _ in graph.outputs], ops).run(feeds)
     values: dict[str, np.ndarray] = dict(graph.initializers)
     for v in graph.inputs:
         values[v.name] = feeds[v.name]

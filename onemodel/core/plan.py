@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import OneModelError
 from . import fp_errors
+from .dynamic_plan import DynamicPlan, data_symbols
 from .graph import Graph, Node, live_nodes
 from .interpreter import node_error
 from .symbolic import evaluate, evaluate_nested
@@ -98,6 +99,8 @@ class CompiledGraph:
         self.kernels = dict(kernels)
         self.ops = REGISTRY.tables().ops
         self.symbols = tuple(graph.symbols())
+        # sizes decided by tensor data at run time: such a graph runs a DynamicPlan
+        self.data_symbols = frozenset(data_symbols(graph))
         self.max_plans = int(max_plans)
         self._plans: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
@@ -111,7 +114,9 @@ class CompiledGraph:
         with self._lock:
             plan = self._plans.get(key)
             if plan is None:
-                plan = self.build({s: int(env[s]) for s in self.symbols}, outs)
+                sizes = {s: int(env[s]) for s in self.symbols}
+                plan = (DynamicPlan(self.graph, sizes, outs, self.ops) if self.data_symbols
+                        else self.build(sizes, outs))
                 self._plans[key] = plan
                 while len(self._plans) > self.max_plans:
                     self._plans.popitem(last=False)

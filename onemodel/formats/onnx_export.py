@@ -312,6 +312,14 @@ class ExportContext:
                                          start=axis, end=axis + 1)
                     self._dim_cache[sym] = out
                     return out
+        # a data size (decided by tensor data at run time): the Shape of a value it sizes
+        for name, v in self.graph.values.items():
+            if name in self._names and any(isinstance(d, Dim) and d == target for d in v.shape):
+                axis = next(k for k, d in enumerate(v.shape) if isinstance(d, Dim) and d == target)
+                out = self.make_node("Shape", [self.name_of(name)], name=f"{sym}_size",
+                                     start=axis, end=axis + 1)
+                self._dim_cache[sym] = out
+                return out
         raise OnnxExportError(f"symbolic size {sym!r} is not the size of any graph input axis, so "
                               f"ONNX cannot compute it at run time")
 

@@ -84,6 +84,11 @@ class OnnxUnsupportedError(OnnxImportError):
     """The file uses ops, attributes or dtypes that OneModel does not import."""
 
 
+class OnnxDeclined(OnnxUnsupportedError):
+    """An import rule leaves the node to another rule claiming its op type (`ctx.decline`);
+    its message is reported only when no rule takes the node and none said more."""
+
+
 def _onnx():
     try:
         import onnx
@@ -113,11 +118,12 @@ class Const(Entry):
 class Sym(Entry):
     """An integer tensor whose entries are ints and symbolic sizes (an object array)."""
 
-    __slots__ = ("array", "dtype")
+    __slots__ = ("array", "dtype", "_data")
 
     def __init__(self, array: np.ndarray, dtype: DType = DType.I64):
         self.array = array
         self.dtype = dtype
+        self._data = None  # the run-time tensor computing it, once something uses it as data
 
     def __repr__(self):
         return f"Sym({[str(v) for v in self.array.reshape(-1)]})"
@@ -229,11 +235,28 @@ class ImportContext:
         self._const_names: dict[int, tuple] = {}
         self.current: OnnxNode | None = None
         self._symbols: dict[str, Dim] = {}
+        self._data_sizes = 0
 
     # -- errors --------------------------------------------------------------------------------
     def unsupported(self, why: str):
         where = self.current.describe() if self.current is not None else "the graph"
         raise OnnxUnsupportedError(f"{where}: {why}")
+
+    def decline(self, why: str):
+        """Leave this node to the next rule claiming its op type (see `OnnxDeclined`)."""
+        where = self.current.describe() if self.current is not None else "the graph"
+        raise OnnxDeclined(f"{where}: {why}")
+
+    def data_dim(self) -> Dim:
+        """A new *data size*: a symbol no graph input binds, for an output size that tensor
+        data decides at run time (sessions read it from the result of the node declaring it,
+        see onemodel/core/dynamic_plan.py)."""
+        used = {s for d in self._symbols.values() for s in d.symbols()} | set(self._symbols)
+        while True:
+            name = f"data{self._data_sizes}"
+            self._data_sizes += 1
+            if name not in used:
+                return Dim.symbol(name)
 
     def fail(self, why: str):
         where = self.current.describe() if self.current is not None else "the graph"
@@ -327,8 +350,7 @@ class ImportContext:
         if isinstance(e, Sym):
             arr = self.const(e)
             if arr is None:
-                self.unsupported("a size computed from symbolic input axes is used as data; "
-                                 "OneModel keeps sizes as op params only")
+                return self.value(self._sizes_as_data(e))
             e = Const(arr)
         key = id(e)
         hit = self._const_names.get(key)
@@ -341,6 +363,34 @@ class ImportContext:
         self.values[name] = Value(name, TensorType(DType.from_numpy(arr.dtype), arr.shape))
         self._const_names[key] = (e, name)  # keeps e alive, so its id is not reused
         return name
+
+    def _sizes_as_data(self, e: Sym) -> Val:
+        """A tensor of sizes computed from input axes, computed at run time: the fixed entries
+        as a constant plus, for each symbolic one, ``full(shape, size) * onehot`` (the
+        ``__full__``, ``__mul__`` and ``__add__`` protocols, so the core names no op)."""
+        cached = getattr(e, "_data", None)
+        if cached is not None:
+            return cached
+        from ..registry import REGISTRY
+
+        methods = REGISTRY.tables().methods
+        if not all(m in methods for m in ("__full__", "__mul__", "__add__")):
+            self.unsupported("a size computed from symbolic input axes is used as data, and no "
+                             "installed plugin provides __full__, __mul__ and __add__")
+        full, mul, add = (methods[m][1].name for m in ("__full__", "__mul__", "__add__"))
+        arr, np_dtype = e.array, e.dtype.numpy
+        static = np.array([0 if isinstance(v, Dim) else int(v) for v in arr.reshape(-1)],
+                          dtype=np_dtype).reshape(arr.shape)
+        total: Any = Const(static)
+        for idx, v in np.ndenumerate(arr):
+            if not isinstance(v, Dim):
+                continue
+            onehot = np.zeros(arr.shape, dtype=np_dtype)
+            onehot[idx] = 1
+            part = self.emit(full, [], shape=tuple(arr.shape), value=v, dtype=e.dtype)
+            total = self.emit(add, [total, self.emit(mul, [part, Const(onehot)])])
+        e._data = total
+        return total
 
     def cast(self, x: str, dtype) -> str:
         """``x`` as ``dtype``: a node of the op that provides the ``__cast__`` protocol (always a
@@ -378,7 +428,8 @@ class ImportContext:
             if e is None:
                 types.append(None)
             elif isinstance(e, Sym) and self.const(e) is None:
-                self.unsupported("a size computed from symbolic input axes is used as data")
+                e = entries[len(types)] = self._sizes_as_data(e)
+                types.append(self.type(e))
             else:
                 types.append(self.type(e))
         try:
@@ -871,7 +922,8 @@ def _convert(model, label: str) -> Graph:
                     results = rule(ctx, n)
                     break
                 except OnnxUnsupportedError as exc:
-                    err = exc
+                    if err is None or not isinstance(exc, OnnxDeclined):
+                        err = exc
                 except FormatError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - a malformed node trips up a rule
@@ -979,5 +1031,5 @@ def recognise(graph: Graph) -> Graph:
 
 
 __all__ = ["load_onnx", "from_onnx", "ImportContext", "OnnxNode", "OnnxImportError",
-           "OnnxUnsupportedError", "claimed_op_types", "claimed_rules", "Const", "Sym", "Val",
+           "OnnxUnsupportedError", "OnnxDeclined", "claimed_op_types", "claimed_rules", "Const", "Sym", "Val",
            "BUILTIN_RULES", "SYMBOLIC_OPS", "ONNX_TO_DTYPE"]

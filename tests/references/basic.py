@@ -342,4 +342,37 @@ REFERENCES = {
     "zeros_like": lambda x: x * 0 if x.dtype != bool else np.zeros_like(x),
     "copy": _copy,
     "identity": lambda x: x + 0 if x.dtype != bool else x.copy(),
+    "shape_from_data": lambda *a, **p: _shape_from_data(*a, **p),
 }
+
+
+def _shape_from_data(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0,
+                     keepdims=True, noop_with_empty_axes=False, allowzero=False, value=0,
+                     dtype=None):
+    """onnx's own reference evaluator running the one-node ONNX model of the same kind."""
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    arrays = [x, a, b, c, d]
+    names = [f"i{k}" if v is not None else "" for k, v in enumerate(arrays)]
+    while names and not names[-1]:
+        names.pop()
+    attrs = {}
+    if kind == "Reshape":
+        attrs["allowzero"] = int(allowzero)
+    elif kind == "Split":
+        attrs["axis"] = axis
+    elif kind.startswith("Reduce"):
+        attrs.update(keepdims=int(keepdims), noop_with_empty_axes=int(noop_with_empty_axes))
+    elif kind == "ConstantOfShape":
+        attrs["value"] = numpy_helper.from_array(np.array([value], dtype.numpy), "value")
+    outs = [f"o{k}" for k in range(len(dims))]
+    node = helper.make_node(kind, names, outs, **attrs)
+    feeds = {n: np.asarray(v) for n, v in zip(names, arrays) if n}
+    model = helper.make_model(helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype),
+                                                    v.shape) for n, v in feeds.items()],
+        [helper.make_empty_tensor_value_info(o) for o in outs]),
+        opset_imports=[helper.make_opsetid("", 21)])
+    res = ReferenceEvaluator(model).run(None, feeds)
+    return tuple(res) if kind == "Split" else res[0]

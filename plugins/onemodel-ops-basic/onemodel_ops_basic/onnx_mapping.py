@@ -16,6 +16,7 @@ from onemodel.formats.onnx_lowering import (INT64_MAX, export_chain,
 from onemodel.registry import OnnxSpec
 
 from .index import _entries, _expanded
+from .onnx_data_shaped import SPEC as DATA_SHAPED
 from .shape import _squeeze_axes
 
 
@@ -80,13 +81,15 @@ def _import_clip(ctx, node):
         lo, hi = node.attr("min"), node.attr("max")
     else:
         lo = hi = None
+        if any(node.input(i) and ctx.const(node.input(i)) is None for i in (1, 2)):
+            return [_clip_by_tensors(ctx, node)]
         for idx in (1, 2):
             name = node.input(idx)
             if not name:
                 continue
             c = ctx.const(name)
-            if c is None or c.size != 1:
-                ctx.unsupported(f"Clip bound {idx} must be a constant scalar")
+            if c.size != 1:
+                ctx.unsupported(f"Clip bound {idx} must be a scalar, got shape {list(c.shape)}")
             if idx == 1:
                 lo = c.reshape(()).item()
             else:
@@ -94,6 +97,24 @@ def _import_clip(ctx, node):
     if lo is None and hi is None:
         return [ctx.emit("identity", [x])]
     return [ctx.emit("clip", [x], min=lo, max=hi)]
+
+
+def _clip_by_tensors(ctx, node):
+    """Clip with a bound read at run time: ``minimum(maximum(x, min), max)`` (NaN stays NaN,
+    as in Clip); a bound must hold one value of x's dtype."""
+    cur = node.inputs[0]
+    want = ctx.type(cur).dtype
+    for idx, op in ((1, "maximum"), (2, "minimum")):
+        name = node.input(idx)
+        if not name:
+            continue
+        t = ctx.type(name)
+        if t.dtype != want or len(t.shape) > 1 or any(d != 1 for d in t.shape):
+            ctx.unsupported(f"Clip bound {idx} must be a scalar of the input's dtype {want}, "
+                            f"got {t}")
+        bound = ctx.emit("reshape", [name], shape=()) if t.shape else name
+        cur = ctx.emit(op, [cur, bound])
+    return cur
 
 
 def _import_where(ctx, node):
@@ -691,6 +712,7 @@ def _import_gather_nd(ctx, node):
 
 
 ONNX = {
+    "shape_from_data": DATA_SHAPED,
     "gather_nd": OnnxSpec(export=_export_gather_nd, imports={"GatherND": _import_gather_nd}),
     "add": OnnxSpec(export=_bool_or("Add", "Or"),
                     imports={"Add": import_binary("add"), "Sum": import_variadic("add"),

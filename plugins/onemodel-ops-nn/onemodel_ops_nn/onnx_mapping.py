@@ -526,12 +526,33 @@ def _export_trilu(upper):
     return export
 
 
+def _trilu_by_tensor(ctx, node):
+    """Trilu with k read at run time: keep x where column - row >= k (upper) or <= k (lower),
+    the mask built from ``arange`` over the last two axes (symbolic sizes included)."""
+    x, k = node.inputs[0], node.input(1)
+    shape = ctx.type(x).shape
+    tk = ctx.type(k)
+    if len(shape) < 2:
+        ctx.unsupported(f"Trilu of a rank-{len(shape)} tensor (it needs 2 axes or more)")
+    if not tk.dtype.is_int or len(tk.shape) > 1 or any(d != 1 for d in tk.shape):
+        ctx.unsupported(f"Trilu's k must be one integer, got {tk}")
+    i64 = DType.I64
+    rows = ctx.emit("arange", [], start=0, stop=shape[-2], step=1, dtype=i64)
+    rows = ctx.emit("reshape", [rows], shape=(shape[-2], 1))
+    cols = ctx.emit("arange", [], start=0, stop=shape[-1], step=1, dtype=i64)
+    diff = ctx.emit("sub", [cols, rows])
+    kk = ctx.emit("cast", [ctx.emit("reshape", [k], shape=()) if tk.shape else k], dtype=i64)
+    keep = ctx.emit("greater_equal" if node.attr("upper", 1) else "less_equal", [diff, kk])
+    zero = np.zeros((), dtype=ctx.type(x).dtype.numpy)
+    return ctx.emit("where", [keep, x, zero])
+
+
 def _import_trilu(ctx, node):
     k = 0
     if node.input(1):
         kv = ctx.const(node.input(1))
         if kv is None:
-            ctx.unsupported("Trilu's k computed at run time (it must be a constant)")
+            return [_trilu_by_tensor(ctx, node)]
         k = int(np.asarray(kv).reshape(-1)[0])
     return [ctx.emit("triu" if node.attr("upper", 1) else "tril", [node.inputs[0]], diagonal=k)]
 

@@ -1,0 +1,230 @@
+"""``shape_from_data``: ONNX's shape-like ops whose shape, axes or bounds are tensors read at run
+time (a ``Reshape`` target fed as a graph input, ``ReduceSum`` axes computed from data).
+
+Why one op and not a tensor input on ``reshape``, ``sum``...: those ops keep PyTorch's
+signatures (API.md) and static params, which every pass and backend specialises on; the run-time
+forms follow ONNX's rules for the data (``0`` copies a size in ``Reshape``, ``Slice`` clamps its
+bounds, ``noop_with_empty_axes``), so they live together, named by ``kind`` (the ONNX op type),
+with the node's inputs in ONNX's order. The output shapes are the ``dims`` param: a size known
+at import is kept, every other is a *data size*, a symbol no graph input binds, which the
+session reads from this op's result at run time (`onemodel.core.dynamic_plan`). The kernel
+checks its result against every size ``dims`` states, so a wrong declaration is an error.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from onemodel.registry import OpDef, Param, Sample
+
+from ._common import Dim, DType, OpError, TensorType
+
+KINDS = ("Reshape", "Expand", "ConstantOfShape", "Range", "Slice", "Split", "Squeeze",
+         "Unsqueeze", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin")
+
+
+def _ints(a, what: str) -> list[int]:
+    if a is None:
+        return []
+    a = np.asarray(a)
+    if a.dtype.kind not in "iu":
+        raise OpError(f"ops.shape_from_data: {what} must be an integer tensor, got {a.dtype}")
+    return [int(v) for v in a.reshape(-1)]
+
+
+def _axes(values, n: int, what: str) -> list[int]:
+    out = []
+    for a in values:
+        if not -n <= a < n:
+            raise OpError(f"ops.shape_from_data: {what} axis {a} is out of range for rank {n}")
+        out.append(a % n)
+    if len(set(out)) != len(out):
+        raise OpError(f"ops.shape_from_data: {what} axes {values} repeat an axis")
+    return out
+
+
+def _reshape(x, shape, allowzero):
+    target = _ints(shape, "the Reshape target")
+    if not allowzero:
+        target = [x.shape[i] if v == 0 and i < x.ndim else v for i, v in enumerate(target)]
+    return np.reshape(x, target)
+
+
+def _slice(x, starts, ends, axes, steps):
+    starts, ends = _ints(starts, "Slice starts"), _ints(ends, "Slice ends")
+    axes = _axes(_ints(axes, "Slice axes") if axes is not None else range(len(starts)), x.ndim,
+                 "Slice")
+    steps = _ints(steps, "Slice steps") if steps is not None else [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise OpError("ops.shape_from_data: Slice starts, ends, axes and steps differ in length")
+    index = [slice(None)] * x.ndim
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        n = x.shape[a]
+        if st == 0:
+            raise OpError("ops.shape_from_data: a Slice step is 0")
+        s = s + n if s < 0 else s
+        e = e + n if e < 0 else e
+        if st > 0:
+            s, e = min(max(s, 0), n), min(max(e, 0), n)
+        else:  # ONNX clamps to [0, n-1] and [-1, n-1]; -1 means "before the first element"
+            s, e = min(max(s, 0), n - 1), min(max(e, -1), n - 1)
+            e = None if e < 0 else e
+        index[a] = slice(s, e, st)
+    return x[tuple(index)]
+
+
+def _range(start, limit, delta):
+    s, lim, d = (np.asarray(v).reshape(()) for v in (start, limit, delta))
+    if d == 0:
+        raise OpError("ops.shape_from_data: Range delta is 0")
+    n = max(int(math.ceil((float(lim) - float(s)) / float(d))), 0)
+    return (s + np.arange(n, dtype=s.dtype) * d).astype(s.dtype)
+
+
+def _reduce(kind, x, axes, keepdims, noop):
+    axes = _axes(_ints(axes, f"{kind} axes"), x.ndim, kind)
+    if not axes and noop:
+        return x
+    axis = tuple(axes) if axes else None
+    if kind in ("ReduceMax", "ReduceMin"):
+        # ONNX: the max of nothing is the lowest value (-inf for floats), the min the highest
+        info = np.finfo(x.dtype) if x.dtype.kind == "f" else np.iinfo(x.dtype)
+        hi = np.inf if x.dtype.kind == "f" else info.max
+        lo = -np.inf if x.dtype.kind == "f" else info.min
+        fn = np.max if kind == "ReduceMax" else np.min
+        out = fn(x, axis=axis, keepdims=bool(keepdims), initial=lo if kind == "ReduceMax" else hi)
+    else:
+        fn = np.sum if kind == "ReduceSum" else np.mean
+        out = fn(x, axis=axis, keepdims=bool(keepdims))
+    return np.asarray(out).astype(x.dtype)
+
+
+def _compute(kind, x, a, b, c, d, axis, keepdims, noop_with_empty_axes, allowzero, value, dtype):
+    if kind == "Reshape":
+        return _reshape(x, a, allowzero)
+    if kind == "Expand":
+        shape = _ints(a, "the Expand shape")
+        return np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(shape)))
+    if kind == "ConstantOfShape":
+        return np.full(_ints(x, "the ConstantOfShape shape"), value, dtype=dtype.numpy)
+    if kind == "Range":
+        return _range(x, a, b)
+    if kind == "Slice":
+        return _slice(x, a, b, c, d)
+    if kind == "Split":
+        sizes = _ints(a, "Split sizes")
+        ax = _axes([axis], x.ndim, "Split")[0]
+        if sum(sizes) != x.shape[ax] or any(s < 0 for s in sizes):
+            raise OpError(f"ops.shape_from_data: Split sizes {sizes} do not add up to axis "
+                          f"{ax}'s size {x.shape[ax]}")
+        return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=ax))
+    if kind == "Squeeze":
+        axes = _axes(_ints(a, "Squeeze axes"), x.ndim, "Squeeze")
+        if any(x.shape[i] != 1 for i in axes):
+            raise OpError(f"ops.shape_from_data: Squeeze of axes {axes} of shape "
+                          f"{list(x.shape)}: not all of size 1")
+        return np.squeeze(x, axis=tuple(axes))
+    if kind == "Unsqueeze":
+        raw = _ints(a, "Unsqueeze axes")
+        axes = _axes(raw, x.ndim + len(raw), "Unsqueeze")
+        return np.expand_dims(x, tuple(sorted(axes))) if axes else x
+    return _reduce(kind, x, a, keepdims, noop_with_empty_axes)
+
+
+def _kernel(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0, keepdims=True,
+            noop_with_empty_axes=False, allowzero=False, value=0, dtype=None):
+    out = _compute(kind, x, a, b, c, d, axis, keepdims, noop_with_empty_axes, allowzero, value,
+                   dtype)
+    outs = out if isinstance(out, tuple) else (out,)
+    if len(outs) != len(dims):
+        raise OpError(f"ops.shape_from_data: {kind} gives {len(outs)} outputs, dims declares "
+                      f"{len(dims)}")
+    for k, (o, want) in enumerate(zip(outs, dims)):
+        bad = len(o.shape) != len(want) or any(
+            w is not None and not isinstance(w, Dim) and int(w) != n for w, n in zip(want, o.shape))
+        if bad:
+            raise OpError(f"ops.shape_from_data: {kind} output {k} has shape {list(o.shape)}, "
+                          f"but dims declares {[str(w) for w in want]}")
+    return tuple(np.ascontiguousarray(o) for o in outs) if kind == "Split" else \
+        np.ascontiguousarray(outs[0])
+
+
+def _infer(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0, keepdims=True,
+           noop_with_empty_axes=False, allowzero=False, value=0, dtype=None):
+    if not isinstance(dims, tuple) or not all(isinstance(s, tuple) for s in dims):
+        raise OpError("ops.shape_from_data: dims must be a tuple of shapes (one per output)")
+    for s in dims:
+        for v in s:
+            if not isinstance(v, (int, Dim)) or isinstance(v, bool):
+                raise OpError(f"ops.shape_from_data: dims holds {v!r}, not a size")
+    if kind == "ConstantOfShape":
+        out_dtype = dtype or DType.F32
+    elif x is None:
+        raise OpError(f"ops.shape_from_data: {kind} needs its first input")
+    else:
+        out_dtype = x.dtype
+    shape_like = {"ConstantOfShape": (x,), "Range": ()}.get(kind, (a, b, c, d))
+    data = [t for t in shape_like if t is not None]
+    for t in data:
+        if not t.dtype.is_int:
+            raise OpError(f"ops.shape_from_data: {kind}'s shape-like inputs must be integer "
+                          f"tensors, got {t.dtype}")
+    if kind != "Split" and len(dims) != 1:
+        raise OpError(f"ops.shape_from_data: {kind} has one output, dims declares {len(dims)}")
+    types = tuple(TensorType(out_dtype, s) for s in dims)
+    return types if kind == "Split" else types[0]
+
+
+def _samples(rng):
+    r = rng.standard_normal
+    i64 = np.int64
+    yield Sample(args=(r((2, 3, 4)), np.array([4, 0, -1], i64)),
+                 params={"kind": "Reshape", "dims": ((4, 3, 2),)}, grad=False, name="reshape")
+    yield Sample(args=(r((3, 1)), np.array([2, 1, 4], i64)),
+                 params={"kind": "Expand", "dims": ((2, 3, 4),)}, grad=False, name="expand")
+    yield Sample(args=(np.array([2, 3], i64),),
+                 params={"kind": "ConstantOfShape", "dims": ((2, 3),), "value": 1.5,
+                         "dtype": DType.F32}, grad=False, name="constant_of_shape")
+    yield Sample(args=(np.array(1.0), np.array(4.0), np.array(0.5)),
+                 params={"kind": "Range", "dims": ((6,),)}, grad=False, name="range")
+    yield Sample(args=(r((5, 4)), np.array([1, -1], i64), np.array([4, -100], i64), None,
+                       np.array([2, -1], i64)),
+                 params={"kind": "Slice", "dims": ((2, 4),)}, grad=False, name="slice")
+    yield Sample(args=(r((6, 2)), np.array([1, 5], i64)),
+                 params={"kind": "Split", "dims": ((1, 2), (5, 2)), "axis": 0}, grad=False,
+                 name="split")
+    yield Sample(args=(r((1, 3, 1)), np.array([0, -1], i64)),
+                 params={"kind": "Squeeze", "dims": ((3,),)}, grad=False, name="squeeze")
+    yield Sample(args=(r((3, 4)), np.array([0, -1], i64)),
+                 params={"kind": "Unsqueeze", "dims": ((1, 3, 4, 1),)}, grad=False,
+                 name="unsqueeze")
+    for kind in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"):
+        yield Sample(args=(r((2, 3, 4)), np.array([2, 0], i64)),
+                     params={"kind": kind, "dims": ((3,),), "keepdims": False}, grad=False,
+                     name=kind.lower())
+    yield Sample(args=(r((2, 3)), np.array([], i64)),
+                 params={"kind": "ReduceSum", "dims": ((2, 3),), "noop_with_empty_axes": True},
+                 grad=False, name="reduce_noop")
+
+
+shape_from_data = OpDef(
+    name="shape_from_data", inputs=("x?", "a?", "b?", "c?", "d?"),
+    params={"kind": Param(kind="str", choices=KINDS, doc="the ONNX op type it computes"),
+            "dims": Param(kind="any", doc="one shape per output: sizes known at import, data "
+                                          "sizes (symbols bound at run time) elsewhere"),
+            "axis": Param(kind="int", default=0, doc="Split's axis"),
+            "keepdims": Param(kind="bool", default=True, doc="Reduce*'s keepdims"),
+            "noop_with_empty_axes": Param(kind="bool", default=False),
+            "allowzero": Param(kind="bool", default=False, doc="Reshape's allowzero"),
+            "value": Param(kind="scalar", default=0, doc="ConstantOfShape's value"),
+            "dtype": Param(kind="dtype", default=None, optional=True,
+                           doc="ConstantOfShape's dtype")},
+    kernel=_kernel, infer=_infer,
+    vjp=None,  # only ONNX import makes it; sizes read from data are not differentiable
+    samples=_samples,
+    doc="An ONNX shape op (kind) whose shape, axes or bounds are run-time tensors, inputs in "
+        "ONNX's order; dims declares the output shapes (data sizes are bound at run time).",
+)
+
+OPS = (shape_from_data,)

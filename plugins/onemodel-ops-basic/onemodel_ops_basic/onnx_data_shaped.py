@@ -1,0 +1,129 @@
+"""ONNX mapping of ``shape_from_data`` (data_shaped.py): shape-like inputs that are run-time
+tensors. Each import rule here declines (`ctx.decline`) a node whose shape, axes and bounds
+are constants or sizes of input axes, so the ops with static params (``reshape``, ``sum``...)
+keep those: the fast path. Otherwise the node becomes ``shape_from_data`` with its inputs as
+ONNX orders them, and every output size the import cannot know is a new data size
+(``ctx.data_dim()``), bound when the node runs."""
+from __future__ import annotations
+
+import numpy as np
+
+from onemodel.core import DType
+from onemodel.registry import OnnxSpec
+
+from .data_shaped import KINDS
+
+#: the inputs of each kind that hold a shape, axes, sizes or bounds
+_SHAPE_LIKE = {"ConstantOfShape": (0,), "Range": (0, 1, 2), "Slice": (1, 2, 3, 4)}
+
+
+def _is_data(ctx, name: str) -> bool:
+    return bool(name) and ctx.symbolic(name) is None and ctx.const(name) is None
+
+
+def _length(ctx, name: str, what: str) -> int:
+    """The number of entries of a 1-D shape-like tensor (its length must be static)."""
+    shape = ctx.type(name).shape
+    if len(shape) != 1 or not isinstance(shape[0], int):
+        ctx.unsupported(f"{what} fed at run time must be a 1-D tensor of fixed length, got "
+                        f"shape {[str(d) for d in shape]}")
+    return shape[0]
+
+
+def _fresh(ctx, n: int) -> tuple:
+    return tuple(ctx.data_dim() for _ in range(n))
+
+
+def _dims(ctx, kind: str, node, ins: list) -> tuple:
+    if kind == "ConstantOfShape":
+        return (_fresh(ctx, _length(ctx, ins[0], "the ConstantOfShape shape")),)
+    if kind == "Range":
+        return ((ctx.data_dim(),),)
+    x = ctx.type(ins[0]).shape
+    n = len(x)
+    if kind == "Reshape":
+        return (_fresh(ctx, _length(ctx, ins[1], "the Reshape target")),)
+    if kind == "Expand":
+        return (_fresh(ctx, max(n, _length(ctx, ins[1], "the Expand shape"))),)
+    if kind == "Slice":
+        axes = ctx.const(ins[3]) if ins[3] else None
+        if ins[3] and axes is None:
+            return (_fresh(ctx, n),)
+        changed = ({int(a) % n for a in np.asarray(axes).reshape(-1)} if axes is not None
+                   else set(range(_length(ctx, ins[1], "Slice starts"))))
+        return (tuple(ctx.data_dim() if i in changed else d for i, d in enumerate(x)),)
+    if kind == "Split":
+        axis = node.attr("axis", 0) % n
+        return tuple(tuple(ctx.data_dim() if i == axis else d for i, d in enumerate(x))
+                     for o in node.outputs)
+    k = _length(ctx, ins[1], f"{kind} axes")
+    if kind == "Squeeze":
+        if k > n:
+            ctx.unsupported(f"Squeeze of {k} axes of a rank-{n} tensor")
+        return (_fresh(ctx, n - k),)
+    if kind == "Unsqueeze":
+        return (_fresh(ctx, n + k),)
+    keep = bool(node.attr("keepdims", 1))
+    if k == 0:  # the axes are empty whatever their values
+        if node.attr("noop_with_empty_axes", 0):
+            return (tuple(x),)
+        return ((1,) * n if keep else (),)
+    if not keep and k > n:
+        ctx.unsupported(f"{kind} over {k} axes of a rank-{n} tensor")
+    return (_fresh(ctx, n if keep else n - k),)
+
+
+def _import(kind: str):
+    def rule(ctx, node):
+        ins = list(node.inputs) + [""] * (5 - len(node.inputs))
+        positions = _SHAPE_LIKE.get(kind, (1,))
+        if not any(_is_data(ctx, ins[i]) for i in positions):
+            ctx.decline(f"{kind}'s shape-like inputs are static or sizes of input axes")
+        if kind in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"):
+            if ctx.type(ins[0]).dtype == DType.BOOL:
+                ctx.unsupported(f"{kind} of a bool tensor")
+        params = {"kind": kind, "dims": _dims(ctx, kind, node, ins)}
+        if kind == "Reshape":
+            params["allowzero"] = bool(node.attr("allowzero", 0))
+        elif kind == "Split":
+            params["axis"] = node.attr("axis", 0) % len(ctx.type(ins[0]).shape)
+        elif kind.startswith("Reduce"):
+            params["keepdims"] = bool(node.attr("keepdims", 1))
+            params["noop_with_empty_axes"] = bool(node.attr("noop_with_empty_axes", 0))
+        elif kind == "ConstantOfShape":
+            v = node.attr("value")
+            v = np.zeros(1, np.float32) if v is None else v
+            params["value"] = v.reshape(-1)[0].item()
+            params["dtype"] = DType.from_numpy(v.dtype)
+        out = ctx.emit("shape_from_data", ins[:5], **params)
+        return list(out) if isinstance(out, tuple) else [out]
+    return rule
+
+
+def _export(ctx, node):
+    p = node.params
+    kind = p["kind"]
+    ins = [ctx.name_of(i) for i in node.inputs]
+    while ins and not ins[-1]:
+        ins.pop()
+    attrs = {}
+    if kind == "Reshape":
+        attrs["allowzero"] = 1 if p["allowzero"] else None
+    elif kind == "Split":
+        attrs["axis"] = int(p["axis"])
+    elif kind.startswith("Reduce"):
+        since = 13 if kind == "ReduceSum" else 18
+        if ctx.opset < since:
+            ctx.unsupported(node, f"{kind} axes as an input need opset {since}")
+        attrs["keepdims"] = int(bool(p["keepdims"]))
+        attrs["noop_with_empty_axes"] = 1 if p["noop_with_empty_axes"] else None
+    elif kind == "ConstantOfShape":
+        from onemodel.formats.onnx_export import _onnx
+
+        dtype = p["dtype"] or DType.F32
+        attrs["value"] = _onnx().numpy_helper.from_array(
+            np.array([p["value"]], dtype=dtype.numpy), "value")
+    ctx.make_node(kind, ins, ctx.outputs(node), **attrs)
+
+
+SPEC = OnnxSpec(export=_export, imports={kind: _import(kind) for kind in KINDS})
