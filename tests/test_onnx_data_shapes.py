@@ -184,3 +184,15 @@ def test_a_shape_input_of_unknown_length_is_refused_naming_the_node():
                [("x", F, [2, 3]), ("s", I, ["n"])])
     with pytest.raises(OnnxUnsupportedError, match="the_reshape.*fixed length"):
         from_onnx(m)
+
+
+def test_data_sizes_survive_the_onemodel_format(tmp_path):
+    m = _model(h.make_node("Reshape", ["x", "s"], ["y"]), [("x", F, ["b", 3]), ("s", I, [2])])
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    om.load_onnx(str(tmp_path / "m.onnx")).save(str(tmp_path / "m.onemodel"))
+    back = om.load(str(tmp_path / "m.onemodel"))
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    y = back(om.Tensor.from_numpy(x), om.Tensor.from_numpy(np.array([2, -1])))
+    np.testing.assert_array_equal(y.numpy(), x.reshape(2, 6))
+    with back.create_session() as sess:
+        assert sess.outputs[0].shape == ("data0", "data1")
