@@ -250,8 +250,9 @@ def conv_rule(lw: Lowering, node, params):
     dh, dw = _pair(params.get("dilation", 1), "dilation")
     g = int(params.get("groups", 1))
     cin, cout = lw.shape(x)[1], lw.shape(node.outputs[0])[1]
-    if W.dtype != np.float32 or g < 1 or cout % g or cin % g or min(sh, sw, dh, dw) < 1:
-        raise Unsupported("conv weight dtype or grouping")
+    if W.dtype != np.float32 or g < 1 or cout % g or cin % g or min(sh, sw, dh, dw) < 1 \
+            or min(ph, pw) < 0:
+        raise Unsupported("conv weight dtype, grouping, stride or padding")
     xl = lw.contiguous(x)
     bl = lw.contiguous(b) if b is not None else None
     _conv_direct(lw, node, params, xl, bl, W, (sh, sw), (ph, pw), (dh, dw), g)
