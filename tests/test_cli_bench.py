@@ -4,6 +4,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import onemodel as om
@@ -34,12 +35,61 @@ def test_bench_prints_a_table_and_progress(model_file):
     assert "3 runs after 1 warm-up" in out
     lines = out.splitlines()
     header = next(i for i, ln in enumerate(lines) if ln.startswith("backend"))
-    assert lines[header].split() == ["backend", "median", "p10", "p90", "vs", "fastest"]
+    assert lines[header].split() == ["backend", "median", "p10", "p90", "vs", "fastest",
+                                     "session", "first", "run"]
     rows = [ln.split()[0] for ln in lines[header + 2:]]
     assert rows == ["numpy", "threaded"]
     assert "1.00x" in out
     # progress on stderr (one line per stage when stderr is not a terminal)
     assert "[1/2] timing numpy" in err and "[2/2] timing threaded" in err
+
+
+def test_bench_default_backends_include_compiled(model_file):
+    code, out, err = cli("bench", model_file, "--runs", "2", "--warmup", "0", "--no-ort")
+    assert code == 0, err
+    lines = out.splitlines()
+    header = next(i for i, ln in enumerate(lines) if ln.startswith("backend"))
+    rows = [ln.split()[0] for ln in lines[header + 2:]]
+    expected = [b for b in ("numpy", "compiled", "threaded") if b in om.backends()]
+    assert rows == expected
+    assert "compiled" in expected  # the plugin is installed with the project
+
+
+def test_bench_json_has_the_cold_costs_and_a_fresh_process_start(model_file):
+    import json
+
+    code, out, err = cli("bench", model_file, "--backend", "numpy,compiled", "--runs", "2",
+                         "--warmup", "0", "--no-ort", "--cold", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    for row in data["results"]:
+        # a session is created and run once before the timed runs: both measured, positive
+        assert row["session_s"] > 0 and row["first_run_s"] > 0
+    assert sorted(data["cold_start"]) == ["compiled", "numpy"]
+    for times in data["cold_start"].values():
+        assert sorted(times) == ["first_run_s", "import_s", "load_s", "session_s"]
+        assert all(t > 0 for t in times.values())
+    assert "[3/4] cold start of numpy in a fresh process" in err
+
+
+def test_bench_cold_table(model_file):
+    code, out, err = cli("bench", model_file, "--backend", "compiled", "--runs", "2",
+                         "--warmup", "0", "--no-ort", "--cold")
+    assert code == 0, err
+    assert "cold start, each backend in a fresh Python process" in out
+    lines = out.splitlines()
+    header = next(i for i, ln in enumerate(lines) if ln.startswith("backend   import"))
+    assert lines[header].split() == ["backend", "import", "load", "session", "first", "run",
+                                     "total"]
+    assert lines[header + 2].split()[0] == "compiled"
+
+
+def test_cold_start_names_the_backend_when_the_process_fails(tmp_path):
+    from onemodel.errors import OneModelError
+    from onemodel.tools.bench import cold_start
+
+    with pytest.raises(OneModelError, match="cold start of backend 'numpy' failed"):
+        cold_start(tmp_path / "missing.onemodel", "numpy", {"input": np.zeros((1, 6))})
 
 
 def test_bench_with_onnxruntime(model_file):

@@ -10,17 +10,26 @@ from ._models import CliInputError, load_model
 from ..tools.progress import Stages
 from ._table import render, wrap_text
 
+#: the backends timed when --backend is not given (those installed, in this order)
+DEFAULT_BACKENDS = ("numpy", "compiled", "threaded")
+
 EPILOG = """examples:
-  onemodel bench model.onemodel            numpy and threaded, batch 1
+  onemodel bench model.onemodel            numpy, compiled and threaded, batch 1
   onemodel bench model.onnx --backend threaded --batch 64 --threads 2
   onemodel bench model.onemodel --runs 100 --dim seq=128
                                            other symbolic axes set by name
+  onemodel bench model.onnx --cold         also the start-up cost in a fresh process
 
 Feeds are random: floats standard normal, integers in [0, 4), booleans half true. A symbolic
 axis that is axis 0 of an input is a batch axis and takes --batch; every other symbolic axis
 takes 16 unless --dim NAME=SIZE says otherwise. Each backend runs --warmup times untimed, then
---runs times timed; the table gives the median and the 10th/90th percentiles per run, and each
-median relative to the fastest. When onnxruntime is installed the model also runs there (with 1
+--runs times timed; the table gives the median and the 10th/90th percentiles per run, each
+median relative to the fastest, and the cold costs: "session" is creating the session
+(optimisation passes, a backend's weight packing) and "first run" the first run, which
+prepares the plan for this shape signature (on "compiled": lowering it to native
+instructions, Python only, no compiler) before running it. --cold also times, in a fresh
+Python process per backend, importing onemodel, loading the file, creating the session and the
+first run. When onnxruntime is installed the model also runs there (with 1
 and with --threads intra-op threads, every graph optimisation on); a .onemodel file is exported
 to ONNX for it first. Each session runs with its own thread setting, as in `make demo` and the
 benchmark suite: --threads N for every backend, else each backend's default (numpy 1,
@@ -35,8 +44,9 @@ def add_parser(sub):
                        epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", metavar="FILE", help="a .onemodel or .onnx file")
-    p.add_argument("--backend", default="numpy,threaded", metavar="NAMES",
-                   help="comma-separated backends (default: numpy,threaded)")
+    p.add_argument("--backend", default=None, metavar="NAMES",
+                   help="comma-separated backends (default: those of "
+                        f"{','.join(DEFAULT_BACKENDS)} that are installed)")
     p.add_argument("--batch", type=int, default=1, metavar="N",
                    help="size of the batch axes (default 1)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE",
@@ -52,6 +62,9 @@ def add_parser(sub):
     p.add_argument("--optimization", default="all", choices=("none", "basic", "all"),
                    help="graph passes before timing: none, basic (safe clean-ups) or all "
                         "(fusions too; default)")
+    p.add_argument("--cold", action="store_true",
+                   help="also time import, load, session and first run in a fresh process "
+                        "per backend")
     p.add_argument("--no-ort", action="store_true", help="skip ONNX Runtime")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return p
@@ -76,13 +89,19 @@ def _positive(name: str, value: int | None, allow_zero: bool = False) -> None:
 def run(args) -> int:
     import onemodel as om
     from ..core.threads import cores
-    from ..tools.bench import (axis_sizes, format_seconds, onnxruntime_version, ort_runner,
-                               random_feeds, session_label, settings_note, time_calls)
+    import time
 
-    backends = [b.strip() for b in args.backend.split(",") if b.strip()]
+    from ..tools.bench import (axis_sizes, cold_start, format_seconds, onnxruntime_version,
+                               ort_runner, random_feeds, session_label, settings_note,
+                               time_calls)
+
+    installed = om.backends()
+    if args.backend is None:
+        backends = [b for b in DEFAULT_BACKENDS if b in installed]
+    else:
+        backends = [b.strip() for b in args.backend.split(",") if b.strip()]
     if not backends:
         raise CliInputError("--backend: give at least one backend name")
-    installed = om.backends()
     for b in backends:
         if b not in installed:
             raise CliInputError(f"--backend: unknown backend {b!r}; installed backends: "
@@ -100,19 +119,30 @@ def run(args) -> int:
 
     ort_version = None if args.no_ort else onnxruntime_version()
     ort_threads = sorted({1, threads}) if ort_version else []
-    stages = len(backends) + len(ort_threads)
+    stages = len(backends) * (2 if args.cold else 1) + len(ort_threads)
     progress = Stages(stages)
     rows: list[tuple[str, object]] = []
+    cold: dict[str, tuple[float, float]] = {}  # row name -> (session, first run) seconds
+    fresh: dict[str, dict[str, float]] = {}
     notes: list[str] = []
     used: dict[str, int] = {}
     try:
         for b in backends:
             progress.stage(f"timing {b}")
+            t0 = time.perf_counter()
             with om.Session(traced, backend=b, optimization=args.optimization,
                             threads=args.threads) as s:
+                t1 = time.perf_counter()
+                s.run(feeds)
+                t2 = time.perf_counter()
                 used[b] = s.threads
-                rows.append((session_label(s), time_calls(lambda: s.run(feeds), args.runs,
-                                                          args.warmup, progress.update)))
+                label = session_label(s)
+                cold[label] = (t1 - t0, t2 - t1)
+                rows.append((label, time_calls(lambda: s.run(feeds), args.runs,
+                                               args.warmup, progress.update)))
+        for b in backends if args.cold else ():
+            progress.stage(f"cold start of {b} in a fresh process")
+            fresh[b] = cold_start(args.file, b, feeds, args.threads, args.optimization)
         if ort_threads:
             with tempfile.TemporaryDirectory() as tmp:
                 path = args.file
@@ -147,8 +177,10 @@ def run(args) -> int:
             "feeds": {name: {"shape": list(a.shape), "dtype": str(a.dtype)}
                       for name, a in feeds.items()},
             "results": [{"backend": name, "median_s": t.median, "p10_s": t.p10, "p90_s": t.p90,
-                         "vs_fastest": t.median / best} for name, t in rows],
-            "notes": notes}, indent=2))
+                         "vs_fastest": t.median / best,
+                         **({"session_s": cold[name][0], "first_run_s": cold[name][1]}
+                            if name in cold else {})} for name, t in rows],
+            "cold_start": fresh, "notes": notes}, indent=2))
         return 0
     shapes = ", ".join(f"{name} {tuple(a.shape)} {a.dtype}" for name, a in feeds.items())
     sizes = ", ".join(f"{k}={v}" for k, v in env.items())
@@ -157,8 +189,17 @@ def run(args) -> int:
     print(wrap_text(settings_note(used), " " * 4))
     best = min(t.median for _, t in rows)
     table = [[name, format_seconds(t.median), format_seconds(t.p10), format_seconds(t.p90),
-              f"{t.median / best:.2f}x"] for name, t in rows]
-    print(render(["backend", "median", "p10", "p90", "vs fastest"], table))
+              f"{t.median / best:.2f}x",
+              format_seconds(cold[name][0]) if name in cold else "–",
+              format_seconds(cold[name][1]) if name in cold else "–"] for name, t in rows]
+    print(render(["backend", "median", "p10", "p90", "vs fastest", "session", "first run"],
+                 table))
+    if fresh:
+        print("cold start, each backend in a fresh Python process (nothing cached):")
+        print(render(["backend", "import", "load", "session", "first run", "total"],
+                     [[b, *(format_seconds(c[k]) for k in ("import_s", "load_s", "session_s",
+                                                           "first_run_s")),
+                       format_seconds(sum(c.values()))] for b, c in fresh.items()]))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     return 0

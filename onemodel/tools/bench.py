@@ -134,6 +134,53 @@ def ort_runner(onnx_path: str | os.PathLike, threads: int, feeds: Mapping[str, n
     return call
 
 
+#: run by `cold_start` in a fresh interpreter: argv = model file, feeds .npz, backend, threads
+#: ("" for the default), optimization; prints the four times as JSON
+_COLD_SCRIPT = """
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+import onemodel as om
+from onemodel.cli._models import load_model
+t1 = time.perf_counter()
+traced = load_model(sys.argv[1])
+t2 = time.perf_counter()
+with np.load(sys.argv[2]) as z:
+    feeds = {k: z[k] for k in z.files}
+s = om.Session(traced, backend=sys.argv[3], optimization=sys.argv[5],
+               threads=int(sys.argv[4]) if sys.argv[4] else None)
+t3 = time.perf_counter()
+s.run(feeds)
+t4 = time.perf_counter()
+print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "session_s": t3 - t2,
+                  "first_run_s": t4 - t3}))
+"""
+
+
+def cold_start(model_path: str | os.PathLike, backend: str, feeds: Mapping[str, np.ndarray],
+               threads: int | None = None, optimization: str = "all",
+               timeout: float = 600.0) -> dict[str, float]:
+    """Seconds a fresh Python process takes to import onemodel, load ``model_path``, create a
+    ``backend`` session and run ``feeds`` once (keys ``import_s``, ``load_s``, ``session_s``,
+    ``first_run_s``): what a user's new process pays before its first result, nothing cached."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        npz = os.path.join(tmp, "feeds.npz")
+        np.savez(npz, **dict(feeds))
+        proc = subprocess.run([sys.executable, "-c", _COLD_SCRIPT, os.fspath(model_path), npz,
+                               backend, "" if threads is None else str(int(threads)),
+                               optimization], capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise OneModelError(f"cold start of backend {backend!r} failed in a fresh process: "
+                            f"{last}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def parallel_capacity(seconds: float = 0.15) -> float:
     """How much faster two threads run float32 GEMMs than one, now (2.0 on two free cores; near
     1.0 when another program holds the second core). BLAS should be at one thread."""
@@ -200,5 +247,5 @@ def format_seconds(s: float) -> str:
 
 
 __all__ = ["DEFAULT_DIM", "Timing", "time_calls", "axis_sizes", "random_feeds", "ort_runner",
-           "onnxruntime_version", "parallel_capacity", "format_seconds", "threads_text",
-           "session_label", "blas_threads", "settings_note"]
+           "onnxruntime_version", "cold_start", "parallel_capacity", "format_seconds",
+           "threads_text", "session_label", "blas_threads", "settings_note"]
