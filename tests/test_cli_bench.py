@@ -35,10 +35,13 @@ def test_bench_prints_a_table_and_progress(model_file):
     assert "3 runs after 1 warm-up" in out
     lines = out.splitlines()
     header = next(i for i, ln in enumerate(lines) if ln.startswith("backend"))
-    assert lines[header].split() == ["backend", "median", "p10", "p90", "vs", "fastest",
-                                     "session", "first", "run"]
-    rows = [ln.split()[0] for ln in lines[header + 2:]]
+    assert lines[header].split() == ["backend", "median", "p10", "p90", "vs", "fastest"]
+    rows = [ln.split()[0] for ln in lines[header + 2:header + 4]]
     assert rows == ["numpy", "threaded"]
+    cold = next(i for i, ln in enumerate(lines) if ln.startswith("backend") and i > header)
+    assert lines[cold].split() == ["backend", "session", "first", "run", "first", "/",
+                                   "median"]
+    assert [ln.split()[0] for ln in lines[cold + 2:]] == ["numpy", "threaded"]
     assert "1.00x" in out
     # progress on stderr (one line per stage when stderr is not a terminal)
     assert "[1/2] timing numpy" in err and "[2/2] timing threaded" in err
@@ -49,9 +52,9 @@ def test_bench_default_backends_include_compiled(model_file):
     assert code == 0, err
     lines = out.splitlines()
     header = next(i for i, ln in enumerate(lines) if ln.startswith("backend"))
-    rows = [ln.split()[0] for ln in lines[header + 2:]]
     expected = [b for b in ("numpy", "compiled", "threaded") if b in om.backends()]
-    assert rows == expected
+    rows = [ln.split()[0] for ln in lines[header + 2:header + 2 + len(expected)]]
+    assert rows == expected and lines[header + 2 + len(expected)].startswith("cold costs")
     assert "compiled" in expected  # the plugin is installed with the project
 
 

@@ -189,13 +189,17 @@ def run(args) -> int:
     print(wrap_text(settings_note(used), " " * 4))
     best = min(t.median for _, t in rows)
     table = [[name, format_seconds(t.median), format_seconds(t.p10), format_seconds(t.p90),
-              f"{t.median / best:.2f}x",
-              format_seconds(cold[name][0]) if name in cold else "–",
-              format_seconds(cold[name][1]) if name in cold else "–"] for name, t in rows]
-    print(render(["backend", "median", "p10", "p90", "vs fastest", "session", "first run"],
-                 table))
+              f"{t.median / best:.2f}x"] for name, t in rows]
+    print(render(["backend", "median", "p10", "p90", "vs fastest"], table))
+    print(wrap_text("cold costs in this process (first run: the plan for this shape "
+                    "signature is prepared, then run):", " " * 4))
+    print(render(["backend", "session", "first run", "first / median"],
+                 [[name, format_seconds(c[0]), format_seconds(c[1]),
+                   f"{c[1] / t.median:.1f}x"] for name, t in rows
+                  for c in [cold.get(name)] if c is not None]))
     if fresh:
-        print("cold start, each backend in a fresh Python process (nothing cached):")
+        print(wrap_text("cold start, each backend in a fresh Python process (nothing "
+                        "cached):", " " * 4))
         print(render(["backend", "import", "load", "session", "first run", "total"],
                      [[b, *(format_seconds(c[k]) for k in ("import_s", "load_s", "session_s",
                                                            "first_run_s")),
