@@ -1,10 +1,11 @@
 """Real models exported by PyTorch, imported with om.load_onnx and matched against PyTorch on
 every backend at two batch sizes and two sequence lengths (tests/torch_onnx_models.SIZES).
 
-* torch.nn built-ins (LSTM, GRU, TransformerDecoderLayer, a Conv1d audio net): their files,
-  exported by torch.onnx.export's legacy exporter with dynamic axes, and PyTorch's outputs are
-  committed (tests/fixtures/torch_onnx/, tools/make_onnx_model_fixtures.py), so these run
-  everywhere; with torch installed they are also exported afresh, by both exporters.
+* torch.nn built-ins (LSTM, GRU, TransformerDecoderLayer, a Conv1d audio net) and small BERT
+  and GPT-2: their files, exported by torch.onnx.export's legacy exporter with dynamic axes,
+  and PyTorch's outputs are committed (tests/fixtures/torch_onnx/,
+  tools/make_onnx_model_fixtures.py), so these run everywhere; with torch installed they are
+  also exported afresh, by both exporters.
 * torchvision and transformers models (random weights from a config, nothing downloaded) run
   when those packages import, and skip with the reason otherwise. docs/onnx.md gives the
   install line.
@@ -40,8 +41,8 @@ def _check(traced, inputs, expected, what):
                                        err_msg=f"{what}: output {name} on {backend}")
 
 
-# -- committed exports of torch.nn built-ins (no torch needed) ----------------------------------
-@pytest.mark.parametrize("name", sorted(models.NN_BUILDERS))
+# -- committed exports (no torch needed) --------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(models.FIXTURE_BUILDERS))
 def test_committed_export_matches_pytorch(name):
     traced = om.load_onnx(FIXTURES / f"{name}.onnx")
     data = np.load(FIXTURES / f"{name}.npz")

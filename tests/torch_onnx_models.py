@@ -276,23 +276,24 @@ VISION_BUILDERS = {
 
 
 # -- transformers (small random configs, nothing downloaded) ------------------------------------
+# hidden size 16 keeps the committed legacy exports of BERT and GPT-2 small (tens of KB)
 def _text(kind):
     def build() -> Built:
         torch = _torch()
         import transformers as hf
 
         if kind == "bert":
-            config = hf.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
-                                   num_attention_heads=2, intermediate_size=64,
-                                   max_position_embeddings=64)
+            config = hf.BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=2,
+                                   num_attention_heads=2, intermediate_size=32,
+                                   max_position_embeddings=32)
             net = hf.BertModel(config)
         elif kind == "distilbert":
-            config = hf.DistilBertConfig(vocab_size=100, dim=32, n_layers=2, n_heads=2,
-                                         hidden_dim=64, max_position_embeddings=64)
+            config = hf.DistilBertConfig(vocab_size=100, dim=16, n_layers=2, n_heads=2,
+                                         hidden_dim=32, max_position_embeddings=32)
             net = hf.DistilBertModel(config)
         else:
-            config = hf.GPT2Config(vocab_size=100, n_embd=32, n_layer=2, n_head=2,
-                                   n_positions=64)
+            config = hf.GPT2Config(vocab_size=100, n_embd=16, n_layer=2, n_head=2,
+                                   n_positions=32, bos_token_id=0, eos_token_id=0)
             net = hf.GPT2Model(config)
         net.config.use_cache = False
         net.config.return_dict = False
@@ -320,3 +321,9 @@ def _text(kind):
 
 
 TEXT_BUILDERS = {"bert": _text("bert"), "distilbert": _text("distilbert"), "gpt2": _text("gpt2")}
+
+#: models whose legacy exports and PyTorch outputs are committed in tests/fixtures/torch_onnx/
+#: (tools/make_onnx_model_fixtures.py), so tests run them without torch: the torch.nn built-ins
+#: and, for transformers' run-time sizes (Shape -> Gather multiplied into data, position ids
+#: sliced to the sequence length), BERT and GPT-2
+FIXTURE_BUILDERS = {**NN_BUILDERS, "bert": TEXT_BUILDERS["bert"], "gpt2": TEXT_BUILDERS["gpt2"]}

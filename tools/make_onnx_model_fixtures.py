@@ -1,10 +1,11 @@
 """Write tests/fixtures/torch_onnx/<name>.onnx and <name>.npz: torch.nn built-ins (LSTM, GRU,
-TransformerDecoderLayer, a Conv1d audio net; tests/torch_onnx_models.py) exported by
-torch.onnx.export's legacy exporter with dynamic batch and sequence axes, and PyTorch's outputs
-at every size in the builder's ``sizes``, so tests/test_onnx_models.py checks the import without torch.
+TransformerDecoderLayer, a Conv1d audio net) and transformers' BERT and GPT-2 (small random
+configs; tests/torch_onnx_models.FIXTURE_BUILDERS) exported by torch.onnx.export's legacy
+exporter with dynamic batch and sequence axes, and PyTorch's outputs at every size in the
+builder's ``sizes``, so tests/test_onnx_models.py checks the import without torch.
 
-    pip install --target /tmp/torchlib torch==2.13.0
-    PYTHONPATH=/tmp/torchlib .venv/bin/python tools/make_onnx_model_fixtures.py
+    .venv/bin/pip install torch==2.13.0 transformers
+    .venv/bin/python tools/make_onnx_model_fixtures.py [name ...]
 
 npz keys: ``<batch>x<seq>/in/<k>`` and ``<batch>x<seq>/out/<k>`` (inputs and outputs in order).
 """
@@ -20,18 +21,23 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.torch_onnx_models import NN_BUILDERS, export, run_torch  # noqa: E402
+from tests.torch_onnx_models import FIXTURE_BUILDERS, export, run_torch  # noqa: E402
 
 OUT = ROOT / "tests" / "fixtures" / "torch_onnx"
 
 
-def main() -> int:
+def main(argv=None) -> int:
     import torch
 
+    names = list(sys.argv[1:] if argv is None else argv) or list(FIXTURE_BUILDERS)
+    unknown = sorted(set(names) - set(FIXTURE_BUILDERS))
+    if unknown:
+        print(f"unknown model(s) {unknown}; known: {sorted(FIXTURE_BUILDERS)}", file=sys.stderr)
+        return 2
     torch.set_num_threads(1)
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, build in NN_BUILDERS.items():
-        built = build()
+    for name in names:
+        built = FIXTURE_BUILDERS[name]()
         tmp = OUT / f".{name}.onnx.tmp"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
