@@ -79,9 +79,13 @@ def _import(kind: str):
         positions = _SHAPE_LIKE.get(kind, (1,))
         if not any(_is_data(ctx, ins[i]) for i in positions):
             ctx.decline(f"{kind}'s shape-like inputs are static or sizes of input axes")
+        as_bool = False
         if kind in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"):
             if ctx.type(ins[0]).dtype == DType.BOOL:
-                ctx.unsupported(f"{kind} of a bool tensor")
+                if kind in ("ReduceSum", "ReduceMean"):
+                    ctx.unsupported(f"{kind} of a bool tensor")
+                # max/min of bools is any/all: reduce 0/1 as u8 and cast back
+                as_bool, ins[0] = True, ctx.cast(ins[0], DType.U8)
         params = {"kind": kind, "dims": _dims(ctx, kind, node, ins)}
         if kind == "Reshape":
             params["allowzero"] = bool(node.attr("allowzero", 0))
@@ -96,6 +100,8 @@ def _import(kind: str):
             params["value"] = v.reshape(-1)[0].item()
             params["dtype"] = DType.from_numpy(v.dtype)
         out = ctx.emit("shape_from_data", ins[:5], **params)
+        if as_bool:
+            out = ctx.cast(out, DType.BOOL)
         return list(out) if isinstance(out, tuple) else [out]
     return rule
 

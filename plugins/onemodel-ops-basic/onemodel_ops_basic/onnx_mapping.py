@@ -440,7 +440,10 @@ def _import_reduce(op, axes_input_since):
                 return [ctx.emit("identity", [x])]
             axes = None
         if t.dtype == DType.BOOL:
-            ctx.unsupported(f"{node.op_type} of a bool tensor")
+            if op not in ("max", "min"):
+                ctx.unsupported(f"{node.op_type} of a bool tensor")
+            # max/min of bools is any/all: reduce 0/1 as u8 and cast back
+            x = ctx.cast(x, DType.U8)
         if any(not isinstance(d, Dim) and d == 0 for d in t.shape) and op in ("max", "min"):
             ctx.unsupported(f"{node.op_type} of an empty tensor")
         axis = None if axes is None else tuple(sorted(a % max(len(t.shape), 1) for a in axes))

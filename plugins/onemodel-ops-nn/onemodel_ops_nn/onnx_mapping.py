@@ -195,13 +195,42 @@ def _export_pool(onnx_type):
     return export
 
 
+def _emit_pool2d(ctx, op, x, k, s, d, begin, end, ceil_mode, params):
+    """One 2-D pool node; pads symmetric where they can be, else (top, left, bottom, right)."""
+    if begin == end and all(b <= kk // 2 for b, kk in zip(begin, k)):
+        pads = tuple(begin)
+    else:
+        pads = (begin[0], begin[1], end[0], end[1])
+    return ctx.emit(op, [x], kernel_size=tuple(k), stride=tuple(s), padding=pads,
+                    dilation=tuple(d), ceil_mode=ceil_mode, **params)
+
+
+def _emit_pool3d(ctx, op, x, k, s, d, begin, end, ceil_mode, params):
+    """A 3-D pool as two 2-D pools: over (H, W) with depth folded into channels, then over D
+    with H*W as the second axis. Exact because max pooling, a window's sum and its divisor
+    (the count of padded or of valid elements, each a product of per-axis counts) all factor
+    over the axes."""
+    n, c, dd, h, w = ctx.type(x).shape
+    x = ctx.emit("reshape", [x], shape=(n, numel((c, dd)), h, w))
+    y = _emit_pool2d(ctx, op, x, k[1:], s[1:], d[1:], begin[1:], end[1:], ceil_mode, params)
+    _, _, ho, wo = ctx.type(y).shape
+    y = ctx.emit("reshape", [y], shape=(n, c, dd, numel((ho, wo))))
+    y = _emit_pool2d(ctx, op, y, [k[0], 1], [s[0], 1], [d[0], 1], [begin[0], 0], [end[0], 0],
+                     ceil_mode, params)
+    return ctx.emit("reshape", [y], shape=(n, c, ctx.type(y).shape[2], ho, wo))
+
+
+#: ONNX MaxPool's integer dtypes, run exactly through float32 (every value representable)
+_INT_VIA_FLOAT = {DType.U8: DType.F32, DType.I8: DType.F32}
+
+
 def _import_pool(op, onnx_type):
     def rule(ctx, node):
         x = node.inputs[0]
         xt = ctx.type(x)
-        if len(xt.shape) not in (3, 4):
-            ctx.unsupported(f"{onnx_type} on a rank-{len(xt.shape)} input (1-D and 2-D pooling "
-                            f"only)")
+        if len(xt.shape) not in (3, 4, 5):
+            ctx.unsupported(f"{onnx_type} on a rank-{len(xt.shape)} input (1-D, 2-D and 3-D "
+                            f"pooling only)")
         if len([o for o in node.outputs if o]) > 1:
             ctx.unsupported(f"{onnx_type} with an Indices output")
         if node.attr("storage_order", 0):
@@ -214,17 +243,24 @@ def _import_pool(op, onnx_type):
         params = {}
         if op == "avg_pool2d":
             params["count_include_pad"] = bool(node.attr("count_include_pad", 0))
-        if n == 1:
+        via = None
+        if op == "max_pool2d" and xt.dtype in _INT_VIA_FLOAT:
+            if any(p >= (kk - 1) * dd + 1 for p, kk, dd in zip(begin + end, k + k, d + d)):
+                ctx.unsupported(f"integer {onnx_type} whose padding can hold a whole window")
+            via = _INT_VIA_FLOAT[xt.dtype]
+            x = ctx.cast(x, via)
+        ceil_mode = bool(node.attr("ceil_mode", 0))
+        if n == 3:
+            y = _emit_pool3d(ctx, op, x, k, s, d, begin, end, ceil_mode, params)
+        elif n == 1:
             x = ctx.emit("unsqueeze", [x], axis=2)
-            k, s, d, begin, end = [1] + k, [1] + s, [1] + d, [0] + begin, [0] + end
-        if begin == end and all(b <= kk // 2 for b, kk in zip(begin, k)):
-            pads = tuple(begin)
-        else:
-            pads = (begin[0], begin[1], end[0], end[1])
-        y = ctx.emit(op, [x], kernel_size=tuple(k), stride=tuple(s), padding=pads,
-                     dilation=tuple(d), ceil_mode=bool(node.attr("ceil_mode", 0)), **params)
-        if n == 1:
+            y = _emit_pool2d(ctx, op, x, [1] + k, [1] + s, [1] + d, [0] + begin, [0] + end,
+                             ceil_mode, params)
             y = ctx.emit("squeeze", [y], axis=(2,))
+        else:
+            y = _emit_pool2d(ctx, op, x, k, s, d, begin, end, ceil_mode, params)
+        if via is not None:
+            y = ctx.cast(y, xt.dtype)
         return [y]
 
     return rule
