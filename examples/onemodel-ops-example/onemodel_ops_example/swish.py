@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from onemodel.core import TensorType
-from onemodel.registry import OpDef, Param, Sample
+from onemodel.registry import OpDef, OpTraits, Param, Pointwise, Sample
 
 
 def _sigmoid(z):
@@ -35,4 +35,8 @@ def samples(rng):
 
 SWISH = OpDef(name="swish", inputs=("x",), params={"beta": Param(kind="float", default=1.0)},
               kernel=kernel, infer=infer, vjp=vjp, samples=samples, methods=("swish",),
+              # the kernel's formula: passes fuse it into pointwise chains and the compiled
+              # backend runs it natively (EfficientNet's SiLU arrives here through fold_swish)
+              traits=OpTraits(pointwise=Pointwise(
+                  formula="x * (0.5 * np.tanh(0.5 * (beta * x)) + 0.5)")),
               doc="x * sigmoid(beta * x)")

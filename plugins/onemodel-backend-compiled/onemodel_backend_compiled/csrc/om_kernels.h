@@ -313,6 +313,21 @@ static inline V8 SFX(exp8)(V8 x) {
     return SFX(sel)(x != x, x, res);
 }
 
+/* om_tanh and om_sigmoid on 8 lanes (the same formulas; selects instead of branches) */
+static inline V8 SFX(tanh8)(V8 x) {
+    V8 ax = SFX(sel)(x < 0.0f, -x, x);
+    V8 z = x * x;
+    V8 small = ((((-5.70498872745E-3f * z + 2.06390887954E-2f) * z - 5.37397155531E-2f) * z
+                 + 1.33314422036E-1f) * z - 3.33332819422E-1f) * z * x + x;
+    V8 e = SFX(exp8)(2.0f * ax);
+    V8 big = 1.0f - 2.0f / (e + 1.0f);
+    big = SFX(sel)(x < 0.0f, -big, big);
+    V8 r = SFX(sel)(ax < 0.625f, small, big);
+    return SFX(sel)(x != x, x, r);
+}
+
+static inline V8 SFX(sigmoid8)(V8 x) { return 0.5f * SFX(tanh8)(0.5f * x) + 0.5f; }
+
 /* y = softmax(scale * x) over n values (y may be x); NaN anywhere gives NaN everywhere, as the
  * numpy kernel's max does. The sum is in SFX(sum)'s order. With normalize 0, y holds the
  * exponentials and the sum is returned (attention divides its output rows instead). */
@@ -624,6 +639,12 @@ static void SFX(pack_bt)(const float *src, long K, long N, long ld, float *dst) 
 
 /* -- the pointwise VM: a chain of ops over blocks of 64 elements -------------------------------- */
 #define VM_BLK 64
+/* rd = f(ra): 8 lanes at a time (VEC, of the V8 v), the scalar formula (SCALAR, of i) for the
+ * rest; GCC does not vectorise the scalar exp (its float-to-int rounding), so the transcendental
+ * ops take the 8-lane forms */
+#define OM_VM_UNARY8(VEC, SCALAR) do { long i = 0; \
+    for (; i + 8 <= n; i += 8) { V8 v = SFX(ld8)(ra + i); SFX(st8)(rd + i, VEC); } \
+    for (; i < n; i++) rd[i] = SCALAR; } while (0)
 static void SFX(vm_block)(const int64_t *code, long ncode, const float *consts, float *reg,
                           float **inp, const long *istr, int nin, long n, float *out, long ostr) {
     for (int i = 0; i < nin; i++) (void)i;
@@ -651,18 +672,18 @@ static void SFX(vm_block)(const int64_t *code, long ncode, const float *consts, 
         case VM_POW: for (long i = 0; i < n; i++) rd[i] = powf(ra[i], rb[i]); break;
         case VM_NEG: for (long i = 0; i < n; i++) rd[i] = -ra[i]; break;
         case VM_ABS: for (long i = 0; i < n; i++) rd[i] = fabsf(ra[i]); break;
-        case VM_EXP: for (long i = 0; i < n; i++) rd[i] = om_exp(ra[i]); break;
+        case VM_EXP: OM_VM_UNARY8(SFX(exp8)(v), om_exp(ra[i])); break;
         case VM_LOG: for (long i = 0; i < n; i++) rd[i] = logf(ra[i]); break;
         case VM_SQRT: for (long i = 0; i < n; i++) rd[i] = sqrtf(ra[i]); break;
-        case VM_TANH: for (long i = 0; i < n; i++) rd[i] = om_tanh(ra[i]); break;
-        case VM_SIGMOID: for (long i = 0; i < n; i++) rd[i] = om_sigmoid(ra[i]); break;
+        case VM_TANH: OM_VM_UNARY8(SFX(tanh8)(v), om_tanh(ra[i])); break;
+        case VM_SIGMOID: OM_VM_UNARY8(SFX(sigmoid8)(v), om_sigmoid(ra[i])); break;
         case VM_RELU: for (long i = 0; i < n; i++) rd[i] = om_relu(ra[i]); break;
         case VM_ERF: for (long i = 0; i < n; i++) rd[i] = om_erf(ra[i]); break;
         case VM_GELU: for (long i = 0; i < n; i++) rd[i] = om_gelu(ra[i]); break;
         case VM_GELU_TANH: for (long i = 0; i < n; i++) rd[i] = om_gelu_tanh(ra[i]); break;
         case VM_SQUARE: for (long i = 0; i < n; i++) rd[i] = ra[i] * ra[i]; break;
         case VM_RECIP: for (long i = 0; i < n; i++) rd[i] = 1.0f / ra[i]; break;
-        case VM_SWISH: for (long i = 0; i < n; i++) rd[i] = ra[i] * om_sigmoid(ra[i]); break;
+        case VM_SWISH: OM_VM_UNARY8(v * SFX(sigmoid8)(v), ra[i] * om_sigmoid(ra[i])); break;
         case VM_COPY: memcpy(rd, ra, n * sizeof(float)); break;
         default: break;
         }
