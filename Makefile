@@ -12,8 +12,10 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
+# setuptools prints a notice box for every editable install (a UserWarning): quieted below
 $(STAMP): $(PY) pyproject.toml $(PLUGINS) $(EXAMPLES)
-	$(PY) -m pip install --quiet -e ".[test,bench,ort]" $(foreach p,$(PLUGINS) $(EXAMPLES),-e $(dir $(p)))
+	PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install --quiet -e ".[test,bench,ort]" \
+		$(foreach p,$(PLUGINS) $(EXAMPLES),-e $(dir $(p)))
 	touch $(STAMP)
 
 venv: $(STAMP)
