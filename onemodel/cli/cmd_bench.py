@@ -18,7 +18,7 @@ EPILOG = """examples:
   onemodel bench model.onnx --backend threaded --batch 64 --threads 2
   onemodel bench model.onemodel --runs 100 --dim seq=128
                                            other symbolic axes set by name
-  onemodel bench model.onnx --cold         also the start-up cost in a fresh process
+  onemodel bench model.onnx --cold         also the start in a fresh process
 
 Feeds are random: floats standard normal, integers in [0, 4), booleans half true. A symbolic
 axis that is axis 0 of an input is a batch axis and takes --batch; every other symbolic axis
