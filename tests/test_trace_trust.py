@@ -507,3 +507,12 @@ def test_onnx_import_records_the_guards_its_slices_need(tmp_path):
                                   table[:3] + 1)
     with pytest.raises(SessionError, match=r"seq = 12.*seq <= 10"):
         session.run({"x": np.ones((12, 4), np.float32)})
+
+
+def test_a_size_zero_where_the_graph_assumes_at_least_one_is_refused_by_name():
+    traced = om.trace(lambda x: x[:, 1:] * 2.0, randn(3, 5), "batch", "seq")
+    for backend in om.backends():
+        session = traced.create_session(backend=backend)
+        with pytest.raises(SessionError, match=r"seq = 0.*at least 1.*seq - 1"):
+            session.run({"input": np.zeros((2, 0), np.float32)})
+        assert session.run({"input": np.zeros((0, 4), np.float32)})["output"].shape == (0, 3)

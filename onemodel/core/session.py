@@ -275,7 +275,27 @@ class Session:
                                    f"got {n}")
         if self._guards:
             guards.check(self._guards, env)
+        if 0 in env.values():
+            self._check_empty_axes(env)
         return arrays, env
+
+    def _check_empty_axes(self, env: dict[str, int]) -> None:
+        """Sizes are simplified knowing a symbolic axis is at least 1 (``x[:, 1:]`` has length
+        ``seq - 1``); at 0 such a size would be negative, so that run is refused by name."""
+        for v in self.optimized_graph.values.values():
+            for d in v.shape:
+                if not isinstance(d, Dim):
+                    continue
+                try:
+                    n = evaluate(d, env)
+                except SymbolicError:
+                    continue  # a size decided by data at run time
+                if n < 0:
+                    zeros = ", ".join(f"{k} = 0" for k, size in env.items() if size == 0)
+                    raise SessionError(
+                        f"axis sizes {zeros}: this graph assumes a symbolic axis is at least 1 "
+                        f"(value %{v.name} would have size {d} = {n}); feed at least one "
+                        f"element on that axis")
 
     @staticmethod
     def _shape_text(v) -> str:
