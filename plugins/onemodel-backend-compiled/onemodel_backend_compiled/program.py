@@ -22,6 +22,8 @@ NAMES = {I_GEMM: "gemm", I_VM: "pointwise", I_SOFTMAX: "softmax", I_LAYERNORM: "
 
 ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "gelu": 4,
                "gelu_tanh": 5}
+#: the convolution's epilogue (csrc act_rows) has these too, with parameters p0, p1
+CONV_ACTIVATIONS = {**ACTIVATIONS, "clip": 6, "hardswish": 7, "hardsigmoid": 8, "swish": 9}
 
 
 def addr(buf: int, offset: int) -> int:
@@ -42,5 +44,5 @@ def assemble(instructions: list[list[int]]) -> np.ndarray:
     return np.asarray(flat, dtype=np.int64)
 
 
-__all__ = ["addr", "fbits", "instruction", "assemble", "ACTIVATIONS", "NAMES", "WEIGHTS",
+__all__ = ["addr", "fbits", "instruction", "assemble", "ACTIVATIONS", "CONV_ACTIVATIONS", "NAMES", "WEIGHTS",
            "ARENA"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from onemodel.core.symbolic import evaluate_nested
 
 from . import program as P
 from .lower import Loc, Lowering, contiguous_strides, squeeze_dims
@@ -243,7 +244,7 @@ def conv_rule(lw: Lowering, node, params):
     W = np.asarray(lw.consts[w])
     if W.ndim != 4 or len(lw.shape(x)) != 4:
         raise Unsupported("conv rank")
-    if params.get("activation") not in P.ACTIVATIONS:
+    if params.get("activation") not in P.CONV_ACTIVATIONS:
         raise Unsupported(f"activation {params.get('activation')!r}")
     sh, sw = _pair(params.get("stride", 1), "stride")
     ph, pw = _pair(params.get("padding", 0), "padding")
@@ -296,6 +297,49 @@ def _pool_after(lw: Lowering, conv_out: str):
     return node
 
 
+def _reader_activation(node, params):
+    """``(code, p0, p1)`` of the conv epilogue computing this one-input node, or None."""
+    op, p = node.op, dict(params)
+    if op in ("relu", "sigmoid", "tanh", "hardswish") and not p:
+        return P.CONV_ACTIVATIONS[op], 0.0, 0.0
+    if op == "gelu" and p.get("approximate", "none") == "none" and set(p) <= {"approximate"}:
+        return P.CONV_ACTIVATIONS["gelu"], 0.0, 0.0
+    if op == "clip" and set(p) <= {"min", "max"} \
+            and all(isinstance(p.get(k), (int, float, type(None))) for k in ("min", "max")):
+        lo, hi = p.get("min"), p.get("max")
+        if lo is None and hi is None:
+            return None
+        return (P.CONV_ACTIVATIONS["clip"], -math.inf if lo is None else float(lo),
+                math.inf if hi is None else float(hi))
+    if op == "hardsigmoid" and set(p) <= {"alpha", "beta"}:
+        return (P.CONV_ACTIVATIONS["hardsigmoid"], float(p.get("alpha", 1 / 6)),
+                float(p.get("beta", 0.5)))
+    if op == "swish" and set(p) <= {"beta"} and isinstance(p.get("beta", 1.0), (int, float)):
+        return P.CONV_ACTIVATIONS["swish"], float(p.get("beta", 1.0)), 0.0
+    return None
+
+
+def _reader_after(lw: Lowering, conv_out: str):
+    """``(node, (code, p0, p1))``: the activation (ReLU6's clip, hardswish, hardsigmoid, SiLU's
+    swish, ...) that is the only reader of ``conv_out``, computed in the convolution's tiles
+    instead of a pass of its own; or None."""
+    users = lw.uses.get(conv_out, [])
+    if len(users) != 1 or conv_out in lw.wanted:
+        return None
+    node = lw.nodes[users[0]]
+    if len(node.inputs) != 1 or node.inputs[0] != conv_out or len(node.outputs) != 1 \
+            or not lw._lowerable(node) or lw.shape(node.outputs[0]) != lw.shape(conv_out):
+        return None
+    rule = lw.rules.get(node.op)
+    if rule is None and getattr(getattr(lw.ops.get(node.op), "traits", None), "pointwise",
+                                None) is not None:
+        rule = lw.rules.get("*pointwise")
+    if rule is not pointwise_rule:  # the rule that binds its output to the conv's
+        return None
+    act = _reader_activation(node, evaluate_nested(dict(node.params), lw.env))
+    return None if act is None else (node, act)
+
+
 def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g):
     """Convolution on the shifted-slice kernel (see om_kernels.h; a stride above 1 through
     phase planes), with a following 2x2 max pool fused in when the pool is the convolution's
@@ -322,18 +366,23 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
     xpn = cig * sh * sw * plane + 24 + wp
     scratch = lw.scratch((xpn + 15) // 16 * 16 + cog4 * nqr + 32 + 2 * k + 2)
     woff = lw.weights.offset(("conv4", node.inputs[1], g), lambda: pack_conv_weights(W, g))
-    pool = _pool_after(lw, out)
+    act, p0, p1 = P.CONV_ACTIVATIONS[params.get("activation")], 0.0, 0.0
+    reader = _reader_after(lw, out) if act == 0 else None
+    last = out
+    if reader is not None:
+        (act, p0, p1), last = reader[1], reader[0].outputs[0]
+    pool = _pool_after(lw, last)
+    dst = lw.dest(pool.outputs[0] if pool is not None else last)
     if pool is not None:
-        dst = lw.dest(pool.outputs[0])
         lw.fused[id(pool)] = dst
-    else:
-        dst = lw.dest(out)
+    if reader is not None:  # its output is only the pool's input when pooled: never stored
+        lw.fused[id(reader[0])] = dst if pool is None else None
     lw.emit(P.instruction(P.I_CONV_DIRECT, xl.addr, n, cin, h, wd, cout, kh, kw, ph, pw, dh, dw,
                           g, ho, wo, P.addr(P.WEIGHTS, woff),
                           bl.addr if bl is not None else -1,
-                          P.ACTIVATIONS[params.get("activation")], dst.addr, scratch.addr,
-                          1 if pool is not None else 0, sh, sw))
-    if pool is None:
+                          act, dst.addr, scratch.addr, 1 if pool is not None else 0, sh, sw,
+                          P.fbits(p0), P.fbits(p1)))
+    if pool is None and reader is None:
         lw.bind(out, dst)
 
 
@@ -455,6 +504,11 @@ def pointwise_rule(lw: Lowering, node, params):
     linears were accumulated in place)."""
     out = node.outputs[0]
     key = id(node)
+    if key in lw.fused:  # computed in the tiles of the convolution before it
+        loc = lw.fused.pop(key)
+        if loc is not None:
+            lw.bind(out, loc)
+        return
     if key in lw.accs:
         acc, absorbed = lw.accs.pop(key)
         rest = [v for j, v in enumerate(_sum_inputs(lw, node)) if j not in absorbed]

@@ -160,7 +160,8 @@ def test_softmax_rows_against_the_formula_with_nan_and_inf(n, isa):
     traced = om.trace(lambda t: om.ops.softmax(t, axis=-1), Tensor.from_numpy(x[[0, 4, 0]]),
                       "rows", None)
     got = om.Session(traced, backend="compiled").run({"input": x})["output"].numpy()
-    ref = om.Session(traced, backend="numpy").run({"input": x})["output"].numpy()
+    with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 is NaN, as intended
+        ref = om.Session(traced, backend="numpy").run({"input": x})["output"].numpy()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     ok = ~np.isnan(ref)
     np.testing.assert_allclose(got[ok], ref[ok], rtol=RTOL, atol=ATOL)
@@ -249,3 +250,68 @@ def test_vm_transcendentals_on_8_lanes_against_float64_formulas(op, isa):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     ok = ~np.isnan(ref)
     np.testing.assert_allclose(got[ok], ref[ok], rtol=RTOL, atol=ATOL)
+
+
+READERS = {  # the conv's only reader, fused into its epilogue; with its float64 reference
+    "relu6": (lambda y: om.ops.clip(y, min=0.0, max=6.0), lambda v: np.clip(v, 0, 6)),
+    "clip_min": (lambda y: om.ops.clip(y, min=-0.5), lambda v: np.maximum(v, -0.5)),
+    "hardswish": (om.ops.hardswish, lambda v: v * np.clip(v + 3, 0, 6) / 6),
+    "hardsigmoid": (lambda y: om.ops.hardsigmoid(y, alpha=0.2, beta=0.5),
+                    lambda v: np.clip(0.2 * v + 0.5, 0, 1)),
+    "swish": (lambda y: om.ops.swish(y, beta=1.0), lambda v: v / (1 + np.exp(-v))),
+}
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+@pytest.mark.parametrize("groups, k, stride", [(1, 1, 1), (1, 3, 2), (8, 3, 1)])
+def test_conv_epilogue_reader_against_the_formula_and_numpy(reader, groups, k, stride, isa):
+    """ReLU6, hardswish, hardsigmoid and swish after a convolution run inside it (no separate
+    pointwise pass), equal to the formula and to the numpy backend, NaN and inf included."""
+    fn_reader, formula = READERS[reader]
+    rng = np.random.default_rng(k * 10 + groups)
+    W = rng.standard_normal((8, 8 // groups, k, k)).astype(np.float32)
+    B = rng.standard_normal(8).astype(np.float32)
+
+    def fn(x):
+        y = om.ops.conv2d(x, Tensor.from_numpy(W), Tensor.from_numpy(B), stride=stride,
+                          padding=k // 2, groups=groups)
+        return fn_reader(y)
+
+    x = (3 * rng.standard_normal((2, 8, 9, 10))).astype(np.float32)
+    x[0, 0, 2, 3], x[0, 1, 5, 5], x[1, 2, 0, 9] = np.nan, np.inf, -np.inf
+    with np.errstate(invalid="ignore", over="ignore"):  # tracing runs the numpy kernels
+        traced = om.trace(fn, Tensor.from_numpy(x), "batch", None, None, None)
+    session = om.Session(traced, backend="compiled")
+    src = session.plan_source({"input": x})
+    assert "conv2d_direct" in src and "pointwise" not in src, src
+    got = session.run({"input": x})["output"].numpy()
+    with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 is NaN, as intended
+        ref = om.Session(traced, backend="numpy").run({"input": x})["output"].numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    fin = ~np.isnan(ref)
+    np.testing.assert_allclose(got[fin], ref[fin], rtol=RTOL, atol=ATOL)
+    xc = np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)  # finite input: against the formula
+    want = formula(conv_reference(xc, W, B, stride, k // 2, 1, groups))
+    np.testing.assert_allclose(session.run({"input": xc})["output"].numpy(), want,
+                               rtol=RTOL, atol=ATOL * 10)
+
+
+@pytest.mark.parametrize("reader", ["relu6", "swish"])
+def test_conv_epilogue_reader_then_pool(reader, isa):
+    """conv, ReLU6 or swish, 2x2 max pool: one instruction, the activation's output never
+    stored."""
+    fn_reader, formula = READERS[reader]
+    rng = np.random.default_rng(5)
+    W = rng.standard_normal((6, 3, 3, 3)).astype(np.float32)
+
+    def fn(x):
+        return om.ops.max_pool2d(fn_reader(om.ops.conv2d(x, Tensor.from_numpy(W), padding=1)), 2)
+
+    x = (3 * rng.standard_normal((2, 3, 8, 11))).astype(np.float32)
+    traced = om.trace(fn, Tensor.from_numpy(x), "batch", None, None, None)
+    session = om.Session(traced, backend="compiled")
+    src = session.plan_source({"input": x})
+    assert "pointwise" not in src and "max_pool2d" not in src.split("native segment:")[1], src
+    want = pool_reference(formula(conv_reference(x, W, None, 1, 1, 1, 1)))
+    np.testing.assert_allclose(session.run({"input": x})["output"].numpy(), want,
+                               rtol=RTOL, atol=ATOL * 10)

@@ -286,6 +286,11 @@ static inline V8 SFX(max8)(V8 a, V8 b) {
     return SFX(vsel)(a != a, a, SFX(vmax)(a, b));  /* vmax gives b when either is NaN */
 }
 
+/* om_min on 8 lanes (NaN in either operand gives NaN) */
+static inline V8 SFX(min8)(V8 a, V8 b) {
+    return SFX(vsel)(a != a, a, SFX(vmin)(a, b));  /* vmin gives b when either is NaN */
+}
+
 /* -- vector math: the formulas of om_math.h on 8 lanes (selects instead of branches) ---------- */
 typedef int32_t SFX(i8v) __attribute__((vector_size(32)));
 #define I8 SFX(i8v)
@@ -487,8 +492,36 @@ static void SFX(dw_rows)(long K, const long *koff, const float *xp, const float 
     }
 }
 
+/* an activation on n values in place, 8 lanes at a time (the scalar forms for the tail): the
+ * convolution's epilogue past ReLU, on a channel's positions while they are in L1. p0, p1:
+ * clip's bounds, hardsigmoid's alpha and beta, swish's beta */
+static void SFX(act_rows)(int act, float p0, float p1, float *x, long n) {
+    long i = 0;
+#define OM_ACT_ROWS(VEC, SCALAR) \
+    for (; i + 8 <= n; i += 8) { V8 v = SFX(ld8)(x + i); SFX(st8)(x + i, VEC); } \
+    for (; i < n; i++) { float v = x[i]; x[i] = SCALAR; } break
+    V8 lo = SFX(bc)(p0), hi = SFX(bc)(p1), zero = {0}, one = SFX(bc)(1.0f);
+    V8 three = SFX(bc)(3.0f), six = SFX(bc)(6.0f), sixth = SFX(bc)(OM_SIXTH);
+    switch (act) {
+    case ACT_RELU: OM_ACT_ROWS(SFX(relu8)(v), om_relu(v));
+    case ACT_SIGMOID: OM_ACT_ROWS(SFX(sigmoid8)(v), om_sigmoid(v));
+    case ACT_TANH: OM_ACT_ROWS(SFX(tanh8)(v), om_tanh(v));
+    case ACT_GELU: OM_ACT_ROWS(SFX(gelu8)(v), om_gelu(v));
+    case ACT_CLIP: OM_ACT_ROWS(SFX(min8)(SFX(max8)(v, lo), hi), om_min(om_max(v, p0), p1));
+    case ACT_HARDSWISH:  /* x * clip(x + 3, 0, 6) * (1/6), numpy's order */
+        OM_ACT_ROWS(v * SFX(min8)(SFX(max8)(v + three, zero), six) * sixth,
+                    v * om_min(om_max(v + 3.0f, 0.0f), 6.0f) * OM_SIXTH);
+    case ACT_HARDSIGMOID:  /* clip(x * alpha + beta, 0, 1) */
+        OM_ACT_ROWS(SFX(min8)(SFX(max8)(v * lo + hi, zero), one),
+                    om_min(om_max(v * p0 + p1, 0.0f), 1.0f));
+    case ACT_SWISH: OM_ACT_ROWS(v * SFX(sigmoid8)(lo * v), v * om_sigmoid(p0 * v));
+    default: for (; i < n; i++) x[i] = om_act(act, x[i]); break;
+    }
+#undef OM_ACT_ROWS
+}
+
 /* f: x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, G, Ho, Wo, wpacked, bias, act, out,
- *    scratch, pool, sh, sw
+ *    scratch, pool, sh, sw, p0, p1 (the activation's parameters, as doubles)
  * Stride s > 1 becomes stride 1 over phase planes: plane (a, b) of a channel holds the padded
  * input at rows i * sh + a and columns j * sw + b, so tap (u, t) of output (oh, ow) reads plane
  * (u dh % sh, t dw % sw) at (oh + u dh / sh, ow + t dw / sw): again a shifted slice. */
@@ -527,7 +560,12 @@ static void SFX(conv_direct)(const int64_t *f, float **bufs) {
                 long a = u * dh % sh, b = t * dw % sw;
                 koff[k] = ((ci * sh + a) * sw + b) * plane + (u * dh / sh) * Wp + t * dw / sw;
             }
-    int relu_fused = act == ACT_RELU || act == ACT_NONE;
+    float ep0, ep1;  /* the activation's two parameters (clip's bounds, ...) */
+    {
+        double d0, d1;
+        memcpy(&d0, f + 23, 8); memcpy(&d1, f + 24, 8);
+        ep0 = (float)d0; ep1 = (float)d1;
+    }
     long Hq = Ho / 2, Wq = Wo / 2;
     /* a large input (over 64 KiB) is reduced over chunks of input channels of about 64 KiB
      * each (and at least 64 reduction steps): every tile then reads from fewer, nearer rows
@@ -591,29 +629,16 @@ static void SFX(conv_direct)(const int64_t *f, float **bufs) {
                 /* these 4 channels, while they are in L1: pooled or compacted into out */
                 long ce = cb + 4 < cog ? cb + 4 : cog;
                 for (long co = cb; co < ce; co++) {
-                    const float *oc = op + co * nqr;
-                    if (pool) {
+                    float *oc = op + co * nqr;
+                    if (act != ACT_NONE && act != ACT_RELU)  /* ReLU was, in the tile */
+                        SFX(act_rows)(act, ep0, ep1, oc, nq);
+                    if (pool) {  /* channels and images are written in order */
                         float *o = out + ((nn * Cout + g * cog + co) * Hq) * Wq;
-                        if (relu_fused) {  /* channels and images are written in order */
-                            SFX(pool2_rows)(oc, Wp, Hq, Wq, o,
-                                            nn + 1 < Nn || g * cog + co + 1 < Cout);
-                            continue;
-                        }
-                        for (long i = 0; i < Hq; i++) {
-                            const float *r0 = oc + 2 * i * Wp, *r1 = r0 + Wp;
-                            float *oi = o + i * Wq;
-                            for (long j = 0; j < Wq; j++)
-                                oi[j] = om_max(om_max(om_act(act, r0[2 * j]), om_act(act, r0[2 * j + 1])),
-                                               om_max(om_act(act, r1[2 * j]), om_act(act, r1[2 * j + 1])));
-                        }
+                        SFX(pool2_rows)(oc, Wp, Hq, Wq, o, nn + 1 < Nn || g * cog + co + 1 < Cout);
                     } else {
                         float *o = out + ((nn * Cout + g * cog + co) * Ho) * Wo;
-                        for (long i = 0; i < Ho; i++) {
-                            const float *r = oc + i * Wp;
-                            float *oi = o + i * Wo;
-                            if (relu_fused) memcpy(oi, r, Wo * sizeof(float));
-                            else for (long j = 0; j < Wo; j++) oi[j] = om_act(act, r[j]);
-                        }
+                        for (long i = 0; i < Ho; i++)
+                            memcpy(o + i * Wo, oc + i * Wp, Wo * sizeof(float));
                     }
                 }
             }
@@ -645,6 +670,11 @@ static void SFX(pack_bt)(const float *src, long K, long N, long ld, float *dst) 
 #define OM_VM_UNARY8(VEC, SCALAR) do { long i = 0; \
     for (; i + 8 <= n; i += 8) { V8 v = SFX(ld8)(ra + i); SFX(st8)(rd + i, VEC); } \
     for (; i < n; i++) rd[i] = SCALAR; } while (0)
+/* the same for rd = f(ra, rb) (u of ra, v of rb): GCC leaves om_max's branches scalar */
+#define OM_VM_BINARY8(VEC, SCALAR) do { long i = 0; \
+    for (; i + 8 <= n; i += 8) { V8 u = SFX(ld8)(ra + i), v = SFX(ld8)(rb + i); \
+                                 SFX(st8)(rd + i, VEC); } \
+    for (; i < n; i++) rd[i] = SCALAR; } while (0)
 static void SFX(vm_block)(const int64_t *code, long ncode, const float *consts, float *reg,
                           float **inp, const long *istr, int nin, long n, float *out, long ostr) {
     for (int i = 0; i < nin; i++) (void)i;
@@ -667,8 +697,8 @@ static void SFX(vm_block)(const int64_t *code, long ncode, const float *consts, 
         case VM_SUB: for (long i = 0; i < n; i++) rd[i] = ra[i] - rb[i]; break;
         case VM_MUL: for (long i = 0; i < n; i++) rd[i] = ra[i] * rb[i]; break;
         case VM_DIV: for (long i = 0; i < n; i++) rd[i] = ra[i] / rb[i]; break;
-        case VM_MAX: for (long i = 0; i < n; i++) rd[i] = om_max(ra[i], rb[i]); break;
-        case VM_MIN: for (long i = 0; i < n; i++) rd[i] = om_min(ra[i], rb[i]); break;
+        case VM_MAX: OM_VM_BINARY8(SFX(max8)(u, v), om_max(ra[i], rb[i])); break;
+        case VM_MIN: OM_VM_BINARY8(SFX(min8)(u, v), om_min(ra[i], rb[i])); break;
         case VM_POW: for (long i = 0; i < n; i++) rd[i] = powf(ra[i], rb[i]); break;
         case VM_NEG: for (long i = 0; i < n; i++) rd[i] = -ra[i]; break;
         case VM_ABS: for (long i = 0; i < n; i++) rd[i] = fabsf(ra[i]); break;

@@ -75,7 +75,10 @@ static inline float om_max(float a, float b) { return a > b ? a : (b != b ? b : 
 static inline float om_min(float a, float b) { return a < b ? a : (b != b ? b : (a != a ? a : b)); }
 static inline float om_relu(float x) { return x < 0.0f ? 0.0f : x; }
 
-enum { ACT_NONE = 0, ACT_RELU = 1, ACT_SIGMOID = 2, ACT_TANH = 3, ACT_GELU = 4, ACT_GELU_TANH = 5 };
+enum { ACT_NONE = 0, ACT_RELU = 1, ACT_SIGMOID = 2, ACT_TANH = 3, ACT_GELU = 4, ACT_GELU_TANH = 5,
+       /* the convolution's epilogue only (act_rows), with parameters */
+       ACT_CLIP = 6, ACT_HARDSWISH = 7, ACT_HARDSIGMOID = 8, ACT_SWISH = 9 };
+#define OM_SIXTH 0.16666667f  /* float32(1/6), as the numpy kernel's x.dtype.type(1 / 6) */
 
 static inline float om_act(int act, float v) {
     switch (act) {
