@@ -69,6 +69,10 @@ CONV_CASES = [
     (16, 16, 3, 1, 1, 1, 16, "relu", False, 20, 30),  # depthwise, 48 positions at a time
     (24, 10, 3, 1, 1, 1, 1, "relu", True, 30, 31),  # over 64 KiB: two chunks of channels
     (20, 8, 3, 2, 1, 1, 1, None, False, 41, 40),    # phase planes in three chunks
+    (160, 96, 1, 1, 0, 1, 1, "relu", False, 2, 2),   # 1x1 on a small map: one GEMM
+    (7, 20, 1, 1, 0, 1, 1, None, False, 1, 1),       # one position: the GEMV at batch 1
+    (17, 33, 1, 1, 0, 1, 1, "sigmoid", False, 6, 6),  # the largest map on the GEMM
+    (17, 33, 1, 1, 0, 1, 1, "tanh", False, 6, 7),     # one more: the direct kernel
 ]
 
 
@@ -314,4 +318,34 @@ def test_conv_epilogue_reader_then_pool(reader, isa):
     assert "pointwise" not in src and "max_pool2d" not in src.split("native segment:")[1], src
     want = pool_reference(formula(conv_reference(x, W, None, 1, 1, 1, 1)))
     np.testing.assert_allclose(session.run({"input": x})["output"].numpy(), want,
+                               rtol=RTOL, atol=ATOL * 10)
+
+
+@pytest.mark.parametrize("reader", ["relu6", "hardswish"])
+def test_conv1x1_gemm_with_nan_and_inf_as_numpy(reader, isa):
+    """A 1x1 convolution on a 4x4 map runs as one GEMM (then channels first again), its reader
+    fused, NaN and inf as the numpy backend's."""
+    fn_reader, formula = READERS[reader]
+    rng = np.random.default_rng(9)
+    W = rng.standard_normal((40, 24, 1, 1)).astype(np.float32)
+    B = rng.standard_normal(40).astype(np.float32)
+
+    def fn(x):
+        return fn_reader(om.ops.conv2d(x, Tensor.from_numpy(W), Tensor.from_numpy(B)))
+
+    x = rng.standard_normal((3, 24, 4, 4)).astype(np.float32)
+    x[0, 0, 1, 1], x[1, 5, 3, 0], x[2, 23, 0, 2] = np.nan, np.inf, -np.inf
+    with np.errstate(invalid="ignore", over="ignore"):
+        traced = om.trace(fn, Tensor.from_numpy(x), "batch", None, None, None)
+        ref = om.Session(traced, backend="numpy").run({"input": x})["output"].numpy()
+    session = om.Session(traced, backend="compiled")
+    src = session.plan_source({"input": x})
+    assert "conv2d_1x1_gemm" in src and "pointwise" not in src, src
+    got = session.run({"input": x})["output"].numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    fin = ~np.isnan(ref)
+    np.testing.assert_allclose(got[fin], ref[fin], rtol=RTOL, atol=ATOL)
+    xc = np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
+    np.testing.assert_allclose(session.run({"input": xc})["output"].numpy(),
+                               formula(conv_reference(xc, W, B, 1, 0, 1, 1)),
                                rtol=RTOL, atol=ATOL * 10)

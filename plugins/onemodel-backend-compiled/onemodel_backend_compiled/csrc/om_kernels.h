@@ -645,6 +645,40 @@ static void SFX(conv_direct)(const int64_t *f, float **bufs) {
         }
 }
 
+/* f: x, N, Cin, HW, Cout, wpanels, bias, act, out, scratch, p0, p1
+ * A 1x1 stride-1 convolution on a small map as one packed GEMM over every position of every
+ * image: (N HW x Cin) x (Cin x Cout), the weights streamed once in 16-column panels with the
+ * bias and ReLU in the register epilogue, then transposed back to channels first. On a 2x2 or
+ * 4x4 map the direct kernel's 24-position tiles are mostly empty and it re-reads its inputs
+ * for every 4 output channels. */
+static void SFX(conv1x1_gemm)(const int64_t *f, float **bufs) {
+#define CADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
+    const float *x = CADDR(f[0]), *wp = CADDR(f[5]), *bias = CADDR(f[6]);
+    float *out = CADDR(f[8]), *scr = CADDR(f[9]);
+#undef CADDR
+    long Nn = f[1], Cin = f[2], HW = f[3], Cout = f[4];
+    int act = (int)f[7];
+    double d0, d1;
+    memcpy(&d0, f + 10, 8); memcpy(&d1, f + 11, 8);
+    float *T = scr, *C = scr + (Nn * HW * Cin + 15) / 16 * 16;
+    for (long n = 0; n < Nn; n++)
+        for (long ci = 0; ci < Cin; ci++) {
+            const float *xr = x + (n * Cin + ci) * HW;
+            float *t = T + n * HW * Cin + ci;
+            for (long p = 0; p < HW; p++) t[p * Cin] = xr[p];
+        }
+    SFX(Epi) e = {bias, bias ? 1 : 0, 0, 0, act == ACT_RELU ? ACT_RELU : ACT_NONE};
+    SFX(gemm)(Nn * HW, Cin, Cout, T, Cin, wp, C, Cout, &e);
+    for (long n = 0; n < Nn; n++)
+        for (long co = 0; co < Cout; co++) {
+            const float *c = C + n * HW * Cout + co;
+            float *o = out + (n * Cout + co) * HW;
+            for (long p = 0; p < HW; p++) o[p] = c[p * Cout];
+        }
+    if (act != ACT_NONE && act != ACT_RELU)
+        SFX(act_rows)(act, (float)d0, (float)d1, out, Nn * Cout * HW);
+}
+
 /* pack B = src^T (element (k, n) at src[n * ld + k], rows of src contiguous) into 16-column
  * panels: reads each row of src once, contiguously (the keys of attention) */
 static void SFX(pack_bt)(const float *src, long K, long N, long ld, float *dst) {
@@ -842,6 +876,9 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
                     }
                 }
             break; }
+        case I_CONV1X1:
+            SFX(conv1x1_gemm)(f, bufs);
+            break;
         case I_CONV_DIRECT:
             SFX(conv_direct)(f, bufs);
             break;
