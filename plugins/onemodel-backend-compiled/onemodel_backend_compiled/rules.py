@@ -428,6 +428,48 @@ def pool_rule(opcode):
     return rule
 
 
+def concat_rule(lw: Lowering, node, params):
+    """concat as each input's rows copied into their place in the rows of one output buffer
+    (a row: the concat axis and the axes after it)."""
+    out = node.outputs[0]
+    ins = list(node.inputs)
+    if not ins or any(v is None or not lw.is_f32(v) for v in ins) or set(params) - {"axis"}:
+        raise Unsupported("concat inputs")
+    shape = lw.shape(out)
+    axis = int(params.get("axis", 0)) % len(shape)
+    outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
+    dst = lw.dest(out)
+    fields, off = [], 0
+    for v in ins:
+        n = lw.shape(v)[axis] * inner
+        if n:
+            fields += [lw.contiguous(v).addr, n, off]
+        off += n
+    lw.emit(P.instruction(P.I_CONCAT, dst.addr, outer, shape[axis] * inner, len(fields) // 3,
+                          *fields))
+    lw.bind(out, dst)
+
+
+def mean_rule(lw: Lowering, node, params):
+    """mean over trailing axes (global average pool: (2, 3) of NCHW) as the mean of each
+    contiguous row; keepdims or not, the elements keep their order."""
+    x, out = node.inputs[0], node.outputs[0]
+    shape = lw.shape(x)
+    if not lw.is_f32(x) or set(params) - {"axis", "keepdims"}:
+        raise Unsupported("mean options")
+    axis = params.get("axis")
+    rank = len(shape)
+    axes = range(rank) if axis is None else [axis] if isinstance(axis, int) else axis
+    axes = sorted({int(a) % rank for a in axes}) if rank else []
+    if not axes or axes != list(range(rank - len(axes), rank)):
+        raise Unsupported("mean over inner axes")
+    cols = math.prod(shape[rank - len(axes):])
+    xl = lw.contiguous(x)
+    dst = lw.dest(out)
+    lw.emit(P.instruction(P.I_MEAN_ROWS, xl.addr, xl.size // cols, cols, dst.addr))
+    lw.bind(out, dst)
+
+
 # -- rows: softmax, layer norm, attention --------------------------------------------------------
 def softmax_rule(lw: Lowering, node, params):
     x, out = node.inputs[0], node.outputs[0]
@@ -609,7 +651,8 @@ RULES = {
     "matmul": matmul_rule, "matmul_t": matmul_rule,
     "conv2d": conv_rule, "fused_conv2d": conv_rule,
     "max_pool2d": pool_rule(P.I_MAXPOOL), "avg_pool2d": pool_rule(P.I_AVGPOOL),
-    "softmax": softmax_rule, "layer_norm": layer_norm_rule,
+    "softmax": softmax_rule, "layer_norm": layer_norm_rule, "mean": mean_rule,
+    "concat": concat_rule,
     "scaled_dot_product_attention": attention_rule,
     "elementwise_chain": pointwise_rule,
     "*pointwise": pointwise_rule,

@@ -349,3 +349,53 @@ def test_conv1x1_gemm_with_nan_and_inf_as_numpy(reader, isa):
     np.testing.assert_allclose(session.run({"input": xc})["output"].numpy(),
                                formula(conv_reference(xc, W, B, 1, 0, 1, 1)),
                                rtol=RTOL, atol=ATOL * 10)
+
+
+@pytest.mark.parametrize("axis, keepdims", [((2, 3), True), ((-1,), False), (None, False),
+                                            ((1, 2, 3), False), (1, True)])
+def test_mean_over_trailing_axes_native_with_nan_and_inf(axis, keepdims, isa):
+    """Global average pool and other means over trailing axes run natively (each contiguous
+    row's 8-lane sum over its length); a mean over an inner axis stays on numpy."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 5, 6, 7)).astype(np.float32)
+    x[0, 1, 2, 3], x[1, 2, 0, 0], x[2, 4, 5, 6] = np.nan, np.inf, -np.inf
+    traced = om.trace(lambda t: om.ops.mean(t, axis=axis, keepdims=keepdims),
+                      Tensor.from_numpy(x), "batch", None, None, None)
+    session = om.Session(traced, backend="compiled")
+    native = axis != 1
+    assert ("0 on numpy" in session.plan_source({"input": x})) == native
+    got = session.run({"input": x})["output"].numpy()
+    ref = om.Session(traced, backend="numpy").run({"input": x})["output"].numpy()
+    want = np.mean(x.astype(np.float64), axis=axis, keepdims=keepdims)
+    assert got.shape == ref.shape == want.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    fin = np.isfinite(want)
+    np.testing.assert_allclose(got[fin], want[fin], rtol=RTOL, atol=ATOL)
+    np.testing.assert_array_equal(got[~fin & ~np.isnan(want)], want[~fin & ~np.isnan(want)])
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_concat_native_into_one_buffer(axis, isa):
+    """concat writes each input's rows into one output buffer (strided inputs copied first),
+    NaN and inf carried, equal to numpy's concatenate."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    a[0, 1, 2], a[2, 3, 4] = np.nan, -np.inf
+    shapes = {0: [(3, 4, 5), (2, 4, 5)], 1: [(3, 4, 5), (3, 1, 5)], 2: [(3, 4, 5), (3, 4, 2)],
+              -1: [(3, 4, 5), (3, 4, 3)]}[axis]
+    consts = [Tensor.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in shapes]
+
+    def fn(x):
+        t = om.ops.transpose(x, 0, 1)  # a strided view: copied before it is concatenated
+        return om.ops.concat([x, consts[1], om.ops.relu(x)], axis=axis), \
+            om.ops.concat([om.ops.transpose(t, 0, 1), x], axis=axis)
+
+    traced = om.trace(fn, Tensor.from_numpy(a), None, None, None)
+    x = a
+    session = om.Session(traced, backend="compiled")
+    assert "0 on numpy" in session.plan_source({"input": x})
+    got = session.run({"input": x})
+    c1 = consts[1].numpy()
+    want = [np.concatenate([x, c1, np.maximum(x, 0)], axis=axis), np.concatenate([x, x], axis)]
+    for key, w in zip(sorted(got), want):
+        np.testing.assert_array_equal(got[key].numpy(), w)

@@ -815,6 +815,12 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
                         }
                     }
             break; }
+        case I_MEAN_ROWS: {  /* x, rows, cols, out: the mean of each contiguous row */
+            const float *x = ADDR(f[0]);
+            float *y = ADDR(f[3]);
+            long rows = f[1], cols = f[2];
+            for (long r = 0; r < rows; r++) y[r] = SFX(sum)(x + r * cols, cols) / (float)cols;
+            break; }
         case I_SOFTMAX: {
             long rows = f[2], cols = f[3];
             const float *x = ADDR(f[0]);
@@ -921,6 +927,18 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
                         }
                         oc[oh * Wo + ow] = isavg ? m * inv : m;
                     }
+            }
+            break; }
+        case I_CONCAT: {
+            /* out, outer, row, nin, (addr, len, offset) * nin: input i's rows of len floats
+             * written at offset in each row of the output */
+            float *o = ADDR(f[0]);
+            long outer = f[1], row = f[2], nin = f[3];
+            for (long i = 0; i < nin; i++) {
+                const float *x = ADDR(f[4 + 3 * i]);
+                long len = f[5 + 3 * i], off = f[6 + 3 * i];
+                for (long r = 0; r < outer; r++)
+                    memcpy(o + r * row + off, x + r * len, len * sizeof(float));
             }
             break; }
         case I_COPY: {
