@@ -13,7 +13,7 @@ from onemodel.core.symbolic import evaluate_nested
 
 from . import program as P
 from .lower import Loc, Lowering, contiguous_strides, squeeze_dims
-from .pointwise import ADD, UNARY, Unsupported, VMBuilder, formula_code, op_code
+from .pointwise import ADD, MUL, SUB, UNARY, Unsupported, VMBuilder, formula_code, op_code
 
 ACC = -1
 
@@ -409,7 +409,10 @@ def pool_rule(opcode):
             return
         if len(lw.shape(x)) != 4:
             raise Unsupported("pool rank")
-        if _pair(params.get("dilation", 1), "dilation") != (1, 1) or params.get("ceil_mode") \
+        # ceil mode: only the output size changes (given); a max pool's windows are clipped at
+        # the edges (an average pool's divisor would differ)
+        if _pair(params.get("dilation", 1), "dilation") != (1, 1) \
+                or (params.get("ceil_mode") and opcode != P.I_MAXPOOL) \
                 or not params.get("count_include_pad", True) \
                 or set(params) - {"kernel_size", "stride", "padding", "dilation", "ceil_mode",
                                   "count_include_pad"}:
@@ -448,6 +451,38 @@ def concat_rule(lw: Lowering, node, params):
     lw.emit(P.instruction(P.I_CONCAT, dst.addr, outer, shape[axis] * inner, len(fields) // 3,
                           *fields))
     lw.bind(out, dst)
+
+
+def batch_norm_rule(lw: Lowering, node, params):
+    """Evaluation batch norm with constant statistics as one pointwise pass,
+    ``(x - mean) * (invstd * weight) + bias``, the per-channel vectors in the weight block
+    (the ones no convolution before it absorbed: DenseNet normalises concatenations)."""
+    x, mean, var, w, b = (list(node.inputs) + [None] * 5)[:5]
+    if params.get("training") or set(params) - {"training", "momentum", "eps"} \
+            or mean is None or var is None or not lw.is_f32(x) or len(lw.shape(x)) < 2 \
+            or any(v is not None and v not in lw.consts for v in (mean, var, w, b)):
+        raise Unsupported("batch_norm: training, run-time statistics or options")
+    c, nd = lw.shape(x)[1], len(lw.shape(x))
+    vec = {k: np.asarray(lw.consts[v]) for k, v in (("m", mean), ("v", var), ("w", w), ("b", b))
+           if v is not None}
+    if any(a.dtype != np.float32 or a.shape != (c,) for a in vec.values()):
+        raise Unsupported("batch_norm: statistics dtype or shape")
+    scale = np.float32(1.0) / np.sqrt(vec["v"] + np.float32(params.get("eps", 1e-5)))
+    if "w" in vec:
+        scale = scale * vec["w"]
+    arrays = {"m": vec["m"], "s": scale, "b": vec.get("b")}
+    vm, extra = VMBuilder(), {}
+    bshape = (1, c) + (1,) * (nd - 2)
+    for k, a in arrays.items():
+        if a is not None:
+            off = lw.weights.plain(f"{node.outputs[0]}^bn_{k}", a)
+            extra[f"__bn_{k}__"] = Loc(P.WEIGHTS, off, bshape, contiguous_strides(bshape))
+    r = vm.op(SUB, vm.load(x), vm.load("__bn_m__"))
+    r = vm.op(MUL, r, vm.load("__bn_s__"))
+    if "__bn_b__" in extra:
+        r = vm.op(ADD, r, vm.load("__bn_b__"))
+    vm.finish(r)
+    _emit_vm(lw, vm, None, extra)
 
 
 def mean_rule(lw: Lowering, node, params):
@@ -652,7 +687,7 @@ RULES = {
     "conv2d": conv_rule, "fused_conv2d": conv_rule,
     "max_pool2d": pool_rule(P.I_MAXPOOL), "avg_pool2d": pool_rule(P.I_AVGPOOL),
     "softmax": softmax_rule, "layer_norm": layer_norm_rule, "mean": mean_rule,
-    "concat": concat_rule,
+    "concat": concat_rule, "batch_norm": batch_norm_rule,
     "scaled_dot_product_attention": attention_rule,
     "elementwise_chain": pointwise_rule,
     "*pointwise": pointwise_rule,

@@ -399,3 +399,53 @@ def test_concat_native_into_one_buffer(axis, isa):
     want = [np.concatenate([x, c1, np.maximum(x, 0)], axis=axis), np.concatenate([x, x], axis)]
     for key, w in zip(sorted(got), want):
         np.testing.assert_array_equal(got[key].numpy(), w)
+
+
+def test_eval_batch_norm_native_with_nan_and_inf(isa):
+    """An evaluation batch norm no convolution absorbed (it follows a concat) is one native
+    pointwise pass with per-channel constants, as the numpy backend's within tolerance."""
+    rng = np.random.default_rng(6)
+    c = 6
+    stats = [Tensor.from_numpy(a.astype(np.float32)) for a in (
+        rng.standard_normal(c), rng.uniform(0.5, 2.0, c), rng.standard_normal(c),
+        rng.standard_normal(c))]
+
+    def fn(x, y):
+        z = om.ops.concat([x, y], axis=1)
+        return om.ops.batch_norm(z, *stats, eps=1e-3), om.ops.batch_norm(z, *stats[:2])
+
+    x = rng.standard_normal((2, 4, 5, 3)).astype(np.float32)
+    y = rng.standard_normal((2, 2, 5, 3)).astype(np.float32)
+    x[0, 1, 2, 2], x[1, 3, 0, 0], y[1, 0, 4, 1] = np.nan, np.inf, -np.inf
+    traced = om.trace(fn, {"x": (Tensor.from_numpy(x), None, None, None, None),
+                           "y": (Tensor.from_numpy(y), None, None, None, None)})
+    session = om.Session(traced, backend="compiled")
+    feeds = {"x": x, "y": y}
+    assert "0 on numpy" in session.plan_source(feeds)
+    got = session.run(feeds)
+    ref = om.Session(traced, backend="numpy").run(feeds)
+    m, v, w, b = (t.numpy().astype(np.float64).reshape(1, c, 1, 1) for t in stats)
+    z = np.concatenate([x, y], axis=1).astype(np.float64)
+    want = [(z - m) / np.sqrt(v + 1e-3) * w + b, (z - m) / np.sqrt(v + 1e-5)]
+    for key, wnt in zip(sorted(got), want):
+        g, r = got[key].numpy(), ref[key].numpy()
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(r))
+        fin = np.isfinite(wnt)
+        np.testing.assert_allclose(g[fin], wnt[fin], rtol=RTOL, atol=ATOL)
+        np.testing.assert_array_equal(g[~fin], r[~fin])
+
+
+@pytest.mark.parametrize("k, s, p", [(3, 2, 0), (2, 2, 0), (3, 2, 1)])
+def test_ceil_mode_max_pool_native(k, s, p, isa):
+    """SqueezeNet's ceil-mode max pools run natively: the last windows clipped at the edge."""
+    rng = np.random.default_rng(k + s + p)
+    x = rng.standard_normal((2, 3, 8, 7)).astype(np.float32)
+    x[0, 0, 7, 6], x[1, 2, 0, 0] = np.nan, np.inf
+    traced = om.trace(lambda t: om.ops.max_pool2d(t, k, s, p, ceil_mode=True),
+                      Tensor.from_numpy(x), "batch", None, None, None)
+    session = om.Session(traced, backend="compiled")
+    assert "0 on numpy" in session.plan_source({"input": x})
+    got = session.run({"input": x})["output"].numpy()
+    ref = om.Session(traced, backend="numpy").run({"input": x})["output"].numpy()
+    assert got.shape == ref.shape and got.shape[2] * s > 8 - k + 2 * p  # ceil made it larger
+    np.testing.assert_array_equal(got, ref)

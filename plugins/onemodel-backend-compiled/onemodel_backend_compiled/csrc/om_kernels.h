@@ -897,7 +897,8 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
             long ph = f[8], pw = f[9], Ho = f[10], Wo = f[11];
             int isavg = op == I_AVGPOOL;
             float inv = 1.0f / (float)(kh * kw);
-            if (!isavg && kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0) {
+            if (!isavg && kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0
+                && 2 * Ho <= H && 2 * Wo <= W) {  /* (not a ceil-mode pool's clipped windows) */
                 for (long c = 0; c < NC; c++)   /* the common 2x2 window: two rows at a time */
                     for (long oh = 0; oh < Ho; oh++) {
                         const float *r0 = x + c * H * W + 2 * oh * W, *r1 = r0 + W;
@@ -908,6 +909,40 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
                     }
                 break;
             }
+            if (!isavg) {  /* by output rows: each valid tap a max over a run of outputs */
+                long ow_lo[64], ow_hi[64];  /* per column tap t: outputs whose input is in range */
+                if (kw > 64) goto generic;
+                for (long t = 0; t < kw; t++) {
+                    long lo = pw - t > 0 ? (pw - t + sw - 1) / sw : 0;
+                    long hi = (W - 1 + pw - t) >= 0 ? (W - 1 + pw - t) / sw + 1 : 0;
+                    ow_lo[t] = lo; ow_hi[t] = hi < Wo ? hi : Wo;
+                }
+                for (long c = 0; c < NC; c++)
+                    for (long oh = 0; oh < Ho; oh++) {
+                        float *o = out + (c * Ho + oh) * Wo;
+                        for (long ow = 0; ow < Wo; ow++) o[ow] = -INFINITY;
+                        for (long u = 0; u < kh; u++) {
+                            long ih = oh * sh - ph + u;
+                            if (ih < 0 || ih >= H) continue;
+                            const float *row = x + (c * H + ih) * W - pw;
+                            for (long t = 0; t < kw; t++) {
+                                long ow = ow_lo[t];
+                                for (; ow + 8 <= ow_hi[t]; ow += 8) {  /* 8 outputs at a time */
+                                    const float *q = row + ow * sw + t;
+                                    V8 v = {q[0], q[sw], q[2 * sw], q[3 * sw], q[4 * sw],
+                                            q[5 * sw], q[6 * sw], q[7 * sw]};
+                                    SFX(st8)(o + ow, SFX(max8)(SFX(ld8)(o + ow), v));
+                                }
+                                for (; ow < ow_hi[t]; ow++) {  /* om_max without branches */
+                                    float a = o[ow], b = row[ow * sw + t];
+                                    o[ow] = (a > b) | (a != a) ? a : b;
+                                }
+                            }
+                        }
+                    }
+                break;
+            }
+        generic:
             for (long c = 0; c < NC; c++) {
                 const float *xc = x + c * H * W;
                 float *oc = out + c * Ho * Wo;
