@@ -68,7 +68,7 @@ class NativeGraph(CompiledGraph):
                 if w in graph.initializers:
                     W = np.asarray(graph.initializers[w])
                     if W.ndim == 2 and W.dtype == np.float32:
-                        self.weights.panels(w + "^T", lambda W=W: W.T)
+                        self.weights.panels((w, "^T"), lambda W=W: W.T)
 
     def run(self, feeds, env, output_names=None):
         """A plan that is native code only runs without the BLAS limiter and numpy's error

@@ -98,7 +98,8 @@ class Lowering:
                                 lambda n: n.op in ops and not ops[n.op].is_pure(n.params))
         self.types = {name: TensorType(v.type.dtype, tuple(evaluate(d, env) for d in v.type.shape))
                       for name, v in graph.values.items()}
-        self.consts = graph.initializers
+        self.consts = dict(graph.initializers)  # and the values folded for this signature
+        self.folded: set[str] = set()
         self.feeds = [v.name for v in graph.inputs]
         self.n_feeds = len(self.feeds)
         self.arena = Arena()
@@ -185,7 +186,7 @@ class Lowering:
             return self.locs[value]
         if value in self.consts:
             arr = np.asarray(self.consts[value])
-            off = self.weights.plain(value, arr)
+            off = self.weights.plain(self.const_key(value), arr)
             loc = Loc(P.WEIGHTS, off, tuple(arr.shape), contiguous_strides(arr.shape))
             self.locs[value] = loc
             return loc
@@ -257,6 +258,9 @@ class Lowering:
         for idx, node in enumerate(self.nodes):
             self.current = node
             params = evaluate_nested(dict(node.params), self.env)
+            if self._fold(node, params):
+                self._release(idx, node)
+                continue
             done = False
             rule = self.rules.get(node.op)
             op = self.ops.get(node.op)
@@ -279,6 +283,48 @@ class Lowering:
         for seg in self.segments:
             if isinstance(seg, NativeSegment):
                 seg.finish()
+
+    def const_key(self, value: str):
+        """The weight block's key of a constant: a value folded for this signature may differ
+        in the next one (the weight block is the session's)."""
+        if value in self.folded:
+            return value, tuple(sorted(self.env.items()))
+        return value
+
+    #: the largest value (elements) folded into a constant of the plan
+    FOLD_MAX = 1 << 16
+
+    def _fold(self, node: Node, params: dict) -> bool:
+        """Compute a node whose inputs are all constants (or that has none) once, for this
+        shape signature: its outputs become constants. A text model's position ids (arange over
+        the sequence), masks built from them and their casts and reshapes then cost nothing per
+        run. A kernel that fails is left to fail at run time, naming its node."""
+        op = self.ops.get(node.op)
+        if op is None or not op.is_pure(node.params) \
+                or any(o in self.wanted for o in node.outputs) \
+                or any(v is not None and v not in self.consts for v in node.inputs) \
+                or any(math.prod(self.types[o].shape) > self.FOLD_MAX for o in node.outputs):
+            return False
+        kernel, _ = self._numpy_kernel(node, op, params)
+        try:
+            with np.errstate(all="ignore"):
+                res = kernel(*[None if v is None else self.consts[v] for v in node.inputs],
+                             **params)
+        except Exception:  # noqa: BLE001 - run on numpy at run time, where it names the node
+            return False
+        res = res if len(node.outputs) > 1 else (res,)
+        out = {}
+        for o, r in zip(node.outputs, res):
+            if isinstance(r, (tuple, list)) and len(r) == 1:
+                r = r[0]
+            a = np.asarray(r)
+            a = a if a.dtype == self.types[o].dtype.numpy else a.astype(self.types[o].dtype.numpy)
+            if a.shape != tuple(self.types[o].shape):
+                return False
+            out[o] = a
+        self.consts.update(out)
+        self.folded.update(out)
+        return True
 
     def _lowerable(self, node: Node) -> bool:
         for v in list(node.inputs) + list(node.outputs):
@@ -350,6 +396,7 @@ class Lowering:
                  f"{len(self.fallback_nodes)} on numpy"
                  + (f" ({', '.join(sorted(set(self.fallback_nodes)))})"
                     if self.fallback_nodes else "")
+                 + (f", {len(self.folded)} value(s) folded" if self.folded else "")
                  + f"; arena {self.arena.size * 4} bytes"]
         for seg in self.segments:
             if isinstance(seg, NativeSegment):

@@ -159,7 +159,7 @@ def linear_rule(lw: Lowering, node, params):
     W = np.asarray(lw.consts[w])
     if W.ndim != 2 or W.dtype != np.float32:
         raise Unsupported("weight")
-    off = lw.weights.panels(w + "^T", lambda: W.T)
+    off = lw.weights.panels((lw.const_key(w), "^T"), lambda: W.T)
     _gemm(lw, node, x, W.shape[0], off, b, params.get("activation"))
 
 
@@ -172,7 +172,8 @@ def matmul_rule(lw: Lowering, node, params):
         raise Unsupported("1-D matmul")
     if b in lw.consts and len(lw.shape(b)) == 2 and not ta:
         B = np.asarray(lw.consts[b])
-        off = lw.weights.panels(b + ("^T" if tb else ""), lambda: B.T if tb else B)
+        off = lw.weights.panels((lw.const_key(b), "^T") if tb else lw.const_key(b),
+                                lambda: B.T if tb else B)
         _gemm(lw, node, a, B.shape[0] if tb else B.shape[1], off, None, None)
         return
     al, bl = lw.loc(a), lw.loc(b)
@@ -383,7 +384,7 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
         lw.fused[id(reader[0])] = dst if pool is None else None
     if pool is None and (kh, kw, sh, sw, ph, pw, g) == (1, 1, 1, 1, 0, 0, 1) \
             and h * wd <= GEMM_1X1_MAX_POSITIONS:
-        panels = lw.weights.panels(node.inputs[1] + "^1x1",
+        panels = lw.weights.panels((lw.const_key(node.inputs[1]), "^1x1"),
                                    lambda: W.reshape(cout, cin).T)
         scratch = lw.scratch((n * h * wd * cin + 15) // 16 * 16 + n * h * wd * cout)
         lw.emit(P.instruction(P.I_CONV1X1, xl.addr, n, cin, h * wd, cout,
@@ -391,7 +392,8 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
                               act, dst.addr, scratch.addr, P.fbits(p0), P.fbits(p1)))
     else:
         scratch = lw.scratch((xpn + 15) // 16 * 16 + cog4 * nqr + 32 + 2 * k + 2)
-        woff = lw.weights.offset(("conv4", node.inputs[1], g), lambda: pack_conv_weights(W, g))
+        woff = lw.weights.offset(("conv4", lw.const_key(node.inputs[1]), g),
+                                 lambda: pack_conv_weights(W, g))
         lw.emit(P.instruction(P.I_CONV_DIRECT, xl.addr, n, cin, h, wd, cout, kh, kw, ph, pw,
                               dh, dw, g, ho, wo, P.addr(P.WEIGHTS, woff),
                               bl.addr if bl is not None else -1,
@@ -475,7 +477,8 @@ def batch_norm_rule(lw: Lowering, node, params):
     bshape = (1, c) + (1,) * (nd - 2)
     for k, a in arrays.items():
         if a is not None:
-            off = lw.weights.plain(f"{node.outputs[0]}^bn_{k}", a)
+            off = lw.weights.plain((node.outputs[0], k, *(lw.const_key(v) for v in (
+                mean, var, w, b) if v is not None)), a)
             extra[f"__bn_{k}__"] = Loc(P.WEIGHTS, off, bshape, contiguous_strides(bshape))
     r = vm.op(SUB, vm.load(x), vm.load("__bn_m__"))
     r = vm.op(MUL, r, vm.load("__bn_s__"))

@@ -268,3 +268,22 @@ def test_kernel_copies_agree():
         _native.use(before)
     np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
     assert math.isfinite(float(np.abs(a).sum()))
+
+
+def test_values_of_the_shape_alone_are_folded_per_signature():
+    """Position ids over a symbolic sequence length (arange, and what is built from them) are
+    computed once per shape signature, not per run, and a new length gets its own (the weight
+    block is shared by the session's signatures)."""
+    def fn(x):
+        pos = om.ops.arange(x.shape[1], dtype=om.DType.F32)
+        return x * om.ops.unsqueeze(pos * 2.0 + 1.0, 0)
+
+    traced = om.trace(fn, Tensor.from_numpy(np.ones((3, 5), np.float32)), "batch", "seq")
+    session = om.Session(traced, backend="compiled")
+    rng = np.random.default_rng(0)
+    for seq in (5, 7, 5, 9):
+        x = rng.standard_normal((2, seq)).astype(np.float32)
+        src = session.plan_source({"input": x})
+        assert "0 on numpy" in src and "folded" in src, src
+        np.testing.assert_array_equal(session.run({"input": x})["output"].numpy(),
+                                      x * (np.arange(seq, dtype=np.float32) * 2 + 1))
