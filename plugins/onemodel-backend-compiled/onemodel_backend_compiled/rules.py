@@ -51,6 +51,35 @@ def _permute_axes(params, rank):
     return [a % rank for a in params["axes"]]
 
 
+def index_view(lw: Lowering, node, params):
+    """Basic indexing with positive-step slices and integers (shufflenet's channel split) as a
+    view: an offset and strides, no copy."""
+    x, out = node.inputs[0], node.outputs[0]
+    loc = lw.loc(x)
+    index = params.get("index")
+    if not isinstance(index, (tuple, list)) or len(index) > len(loc.shape):
+        raise Unsupported("index form")
+    off, shape, strides = loc.off, [], []
+    for k, d in enumerate(loc.shape):
+        st = loc.strides[k]
+        item = index[k] if k < len(index) else ("slice", None, None, None)
+        if isinstance(item, (tuple, list)) and len(item) == 4 and item[0] == "slice":
+            start, stop, step = slice(*item[1:]).indices(d)
+            if step <= 0:
+                raise Unsupported("index: a negative step")
+            n = len(range(start, stop, step))
+            off += start * st if n else 0
+            shape.append(n)
+            strides.append(st * step)
+        elif isinstance(item, int) and not isinstance(item, bool) and -d <= item < d:
+            off += (item % d) * st
+        else:  # None, '...', an index out of range (numpy names it), anything else
+            raise Unsupported(f"index item {item!r}")
+    if tuple(shape) != tuple(lw.shape(out)) or 0 in shape:
+        raise Unsupported("index shape")
+    lw.bind(out, Loc(loc.buf, off, tuple(shape), tuple(strides), loc.alloc))
+
+
 def expand_view(lw: Lowering, node, params):
     x, out = node.inputs[0], node.outputs[0]
     loc = lw.loc(x)
@@ -684,7 +713,7 @@ RULES = {
     "reshape": same_order_view, "flatten": same_order_view, "squeeze": same_order_view,
     "unsqueeze": same_order_view, "identity": same_order_view,
     "transpose": permute_view(_transpose_axes), "permute": permute_view(_permute_axes),
-    "expand": expand_view,
+    "expand": expand_view, "index": index_view,
     "linear": linear_rule, "fused_linear": linear_rule,
     "matmul": matmul_rule, "matmul_t": matmul_rule,
     "conv2d": conv_rule, "fused_conv2d": conv_rule,

@@ -449,3 +449,26 @@ def test_ceil_mode_max_pool_native(k, s, p, isa):
     ref = om.Session(traced, backend="numpy").run({"input": x})["output"].numpy()
     assert got.shape == ref.shape and got.shape[2] * s > 8 - k + 2 * p  # ceil made it larger
     np.testing.assert_array_equal(got, ref)
+
+
+def test_index_with_slices_and_integers_is_a_view():
+    """Channel split (x[:, :c], x[:, c:]), strided slices and integer indices are views of the
+    input, read by the next kernel; equal to numpy's indexing, NaN and inf carried."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 6, 5, 4)).astype(np.float32)
+    x[0, 0, 0, 0], x[1, 5, 4, 3] = np.nan, np.inf
+
+    def fn(t):
+        y = om.ops.relu(t)
+        return y[:, :3] + y[:, 3:], om.ops.relu(y[:, 1::2, 1:4, :]), y[1, 2:5, -1], t[:, -1]
+
+    traced = om.trace(fn, Tensor.from_numpy(x), "batch", None, None, None)
+    session = om.Session(traced, backend="compiled")
+    src = session.plan_source({"input": x})
+    assert "0 on numpy" in src, src
+    got = session.run({"input": x})
+    y = np.maximum(x, 0)
+    y[np.isnan(x)] = np.nan
+    want = [y[:, :3] + y[:, 3:], y[:, 1::2, 1:4, :], y[1, 2:5, -1], x[:, -1]]
+    for key, w in zip(sorted(got), want):
+        np.testing.assert_array_equal(got[key].numpy(), w, err_msg=key)
