@@ -41,14 +41,17 @@ def prune_unused(graph):
 
 
 class Tracer:
-    """Records a function into a graph. Use `om.trace` for one input and one output; use a
-    Tracer directly for other names or several inputs and outputs::
+    """Records a function into a graph. Use `om.trace` for a function (one input, or a dict
+    of inputs) with the check; use a Tracer directly for other names or code that is not one
+    function::
 
-        tracer = om.Tracer()
-        tokens = tracer.input("tokens", example_tokens, "batch", "seq")
-        logits = fn(tokens)
-        tracer.output("logits", logits)
-        traced = tracer.finish()
+        with om.Tracer() as tracer:
+            tokens = tracer.input("tokens", example_tokens, "batch", "seq")
+            tracer.output("logits", fn(tokens))
+            traced = tracer.finish()
+
+    Recording is per thread and the thread holds the Tracer weakly; any refusal or error inside
+    an op aborts it, leaving the thread as it was (see docs/guide/tracing.md).
     """
 
     def __init__(self) -> None:
