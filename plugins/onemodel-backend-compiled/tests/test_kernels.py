@@ -73,6 +73,14 @@ CONV_CASES = [
     (7, 20, 1, 1, 0, 1, 1, None, False, 1, 1),       # one position: the GEMV at batch 1
     (17, 33, 1, 1, 0, 1, 1, "sigmoid", False, 6, 6),  # the largest map on the GEMM
     (17, 33, 1, 1, 0, 1, 1, "tanh", False, 6, 7),     # one more: the direct kernel
+    # depthwise on maps of at most 25 outputs (64 strided): 8 channels in the lanes (dw_small)
+    (20, 20, 3, 1, 1, 1, 20, "relu", False, 2, 2),   # 2x2, channels not a multiple of 8
+    (12, 12, 3, 1, 1, 1, 12, "sigmoid", False, 4, 4),  # an activation after ReLU's place
+    (16, 16, 5, 2, 2, 1, 16, None, False, 7, 7),      # 5x5 stride 2 (EfficientNet's)
+    (9, 9, 3, 1, 2, 2, 9, "tanh", False, 5, 5),       # dilation 2, 25 outputs: the limit
+    (8, 8, 3, 1, 1, 1, 8, None, False, 6, 5),         # 30 outputs: the direct kernel
+    (10, 10, 3, 2, 1, 1, 10, "relu", False, 15, 15),  # stride 2, 64 outputs: the limit
+    (8, 8, 3, 2, 1, 1, 8, "relu", False, 19, 19),     # 100 outputs, stride 2: direct
 ]
 
 
@@ -123,6 +131,29 @@ def test_conv_nan_and_inf_as_numpy(isa):
         r, g = ref[key].numpy(), got[key].numpy()
         np.testing.assert_array_equal(np.isnan(g), np.isnan(r), err_msg=key)
         np.testing.assert_array_equal(g[~np.isnan(r)], r[~np.isnan(r)], err_msg=key)
+
+
+def test_small_depthwise_conv_nan_and_inf_as_numpy(isa):
+    """The 8-channel-block depthwise kernel (small maps) keeps NaN and inf where numpy does."""
+    rng = np.random.default_rng(3)
+    W = Tensor.from_numpy(rng.standard_normal((11, 1, 3, 3)).astype(np.float32))
+    B = Tensor.from_numpy(rng.standard_normal(11).astype(np.float32))
+
+    def fn(x):
+        return om.ops.relu(om.ops.conv2d(x, W, B, padding=1, groups=11)), \
+            om.ops.conv2d(x, W, B, stride=2, padding=1, groups=11)
+
+    x = rng.standard_normal((2, 11, 4, 4)).astype(np.float32)
+    x[0, 0, 1, 1], x[0, 9, 3, 3], x[1, 10, 0, 2] = np.nan, np.inf, -np.inf
+    traced = om.trace(fn, Tensor.from_numpy(x), "batch", None, None, None)
+    ref = om.Session(traced, backend="numpy").run({"input": x})
+    got = om.Session(traced, backend="compiled").run({"input": x})
+    for key in ref:
+        r, g = ref[key].numpy(), got[key].numpy()
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(r), err_msg=key)
+        np.testing.assert_array_equal(np.isinf(g), np.isinf(r), err_msg=key)
+        fin = np.isfinite(r)
+        np.testing.assert_allclose(g[fin], r[fin], rtol=RTOL, atol=ATOL * 10, err_msg=key)
 
 
 def attention_reference(q, k, v):
