@@ -14,10 +14,8 @@ held to one thread by threadpoolctl. A shared machine moves these ratios: repeat
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -30,8 +28,7 @@ import onemodel as om  # noqa: E402
 from onemodel.tools.bench import ort_runner  # noqa: E402
 
 from bench_models import CASES, model as traced_model, models  # noqa: E402
-
-CALLS = 5
+from round_robin import interleave  # noqa: E402  (this folder is on sys.path)
 
 
 def measure(name: str, batch: int, secs: float) -> str:
@@ -49,27 +46,11 @@ def measure(name: str, batch: int, secs: float) -> str:
                 call()
         ref = engines["numpy"](feeds)["output"].numpy()
         err = float(np.max(np.abs(engines["compiled"](feeds)["output"].numpy() - ref)))
-        order = list(calls)
-        times: dict = {k: [] for k in calls}
-        ratios: dict = {"compiled": [], "numpy": []}
-        end, rounds = time.perf_counter() + secs, 0
-        while time.perf_counter() < end or rounds < 5:
-            per = {}
-            for k in order[rounds % 3:] + order[:rounds % 3]:
-                ts = []
-                for _ in range(CALLS):
-                    t0 = time.perf_counter()
-                    calls[k]()
-                    ts.append(time.perf_counter() - t0)
-                per[k] = statistics.median(ts)
-                times[k].append(per[k])
-            for k in ratios:
-                ratios[k].append(per[k] / per["ort"])
-            rounds += 1
-    med = {k: statistics.median(v) * 1e6 for k, v in times.items()}
+        med, ratio, rounds = interleave(calls, secs)
+    med = {k: v * 1e6 for k, v in med.items()}
     return (f"{name}-b{batch:<4} compiled {med['compiled']:9.1f} us  numpy {med['numpy']:9.1f} us"
-            f"  ort {med['ort']:9.1f} us  compiled/ort {statistics.median(ratios['compiled']):.2f}"
-            f"  numpy/ort {statistics.median(ratios['numpy']):.2f}  max |diff| {err:.1e}"
+            f"  ort {med['ort']:9.1f} us  compiled/ort {ratio['compiled']:.2f}"
+            f"  numpy/ort {ratio['numpy']:.2f}  max |diff| {err:.1e}"
             f"  rounds {rounds}")
 
 

@@ -40,8 +40,8 @@ import onemodel as om  # noqa: E402
 from onemodel.tools.bench import ort_runner  # noqa: E402
 
 import torch_onnx_models as tm  # noqa: E402
+from round_robin import interleave  # noqa: E402  (this folder is on sys.path)
 
-CALLS = 5
 SEQ = 16
 #: the issue's model list, as tests/torch_onnx_models.py builds them
 MODELS = {**{k: tm.VISION_BUILDERS[k] for k in (
@@ -49,28 +49,6 @@ MODELS = {**{k: tm.VISION_BUILDERS[k] for k in (
               "densenet121", "convnext_small", "vit_small", "mobilenet_v3_small",
               "squeezenet1_1")},
           **tm.TEXT_BUILDERS, "conv1d_audio": tm.conv1d_audio}
-
-
-def interleave(calls: dict, secs: float) -> tuple[dict, dict, int]:
-    order = list(calls)
-    times: dict = {k: [] for k in calls}
-    ratios: dict = {k: [] for k in calls if k != "ort"}
-    end, rounds = time.perf_counter() + secs, 0
-    while time.perf_counter() < end or rounds < 5:
-        per = {}
-        for k in order[rounds % len(order):] + order[:rounds % len(order)]:
-            ts = []
-            for _ in range(CALLS):
-                t0 = time.perf_counter()
-                calls[k]()
-                ts.append(time.perf_counter() - t0)
-            per[k] = statistics.median(ts)
-            times[k].append(per[k])
-        for k in ratios:
-            ratios[k].append(per[k] / per["ort"])
-        rounds += 1
-    return ({k: statistics.median(v) for k, v in times.items()},
-            {k: statistics.median(v) for k, v in ratios.items()}, rounds)
 
 
 def profile(session, feeds, repeats: int = 20) -> list[tuple[str, float]]:
