@@ -12,23 +12,7 @@ from onnx import helper  # noqa: E402
 import onemodel as om  # noqa: E402
 from onemodel.formats.onnx_import import from_onnx  # noqa: E402
 
-
-def _model(nodes, inputs, outputs, inits=(), opset=17):
-    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
-
-
-def _init(name, arr):
-    return onnx.numpy_helper.from_array(np.asarray(arr), name)
-
-
-def _ort(m, feeds):
-    ort = pytest.importorskip("onnxruntime")
-    s = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-    return s.run(None, feeds)
+from .onnx_build import init as _init, model as _model, ort_run as _ort  # noqa: E402
 
 
 def _run_all_backends(g, feeds):

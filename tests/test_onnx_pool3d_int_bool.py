@@ -13,19 +13,11 @@ from onnx import helper  # noqa: E402
 import onemodel as om  # noqa: E402
 from onemodel.formats.onnx_import import from_onnx  # noqa: E402
 
+from .onnx_build import model, ort_run as _ort  # noqa: E402
+
 
 def _model(nodes, inputs, outputs, inits=(), opset=19):
-    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 9
-    onnx.checker.check_model(m)
-    return m
-
-
-def _ort(m, feeds):
-    ort = pytest.importorskip("onnxruntime")
-    s = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-    return s.run(None, feeds)
+    return model(nodes, inputs, outputs, inits, opset=opset, ir_version=9)
 
 
 def _run_all_backends(g, feeds):

@@ -23,6 +23,8 @@ from onemodel.formats.onnx_export import OnnxExportError, save_onnx, to_onnx  # 
 from onemodel.formats.onnx_import import (OnnxImportError, OnnxUnsupportedError,  # noqa: E402
                                           from_onnx, load_onnx)
 
+from .onnx_build import init as _init, model as _model  # noqa: E402
+
 helper = onnx.helper
 TP = onnx.TensorProto
 nn = om.nn
@@ -284,18 +286,6 @@ def test_failed_onnx_save_keeps_old_file(tmp_path, monkeypatch):
 
 
 # -- import of exporter-style graphs ---------------------------------------------------------------
-def _model(nodes, inputs, outputs, inits=(), opset=17):
-    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
-
-
-def _init(name, arr):
-    return onnx.numpy_helper.from_array(np.asarray(arr), name)
-
-
 def test_torch_style_shape_subgraph_becomes_a_symbolic_reshape():
     """x: [batch, 4, 6] -> Shape -> Gather(0) -> Unsqueeze -> Concat(-1) -> Reshape: the shape
     is computed from the batch size, so the import keeps it symbolic."""
