@@ -79,9 +79,6 @@ def test_weight_shape_equal_to_example_batch_is_a_constant():
 
 
 def test_group_norm_group_count_equal_to_example_batch():
-    om.manual_seed(1)
-    norm = om.nn.GroupNorm(2, 8) if hasattr(om.nn, "GroupNorm") else None
-
     def by_reshape(x):                                   # GroupNorm by reshape, 2 groups
         b = x.shape[0]
         g = x.reshape(b, 2, -1)
@@ -89,16 +86,12 @@ def test_group_norm_group_count_equal_to_example_batch():
         var = ((g - mean) ** 2).mean(axis=-1, keepdims=True)
         return ((g - mean) / (var + 1e-5) ** 0.5).reshape(x.shape)
 
-    traced = om.trace(by_reshape, randn(2 + 1, 8, 5), "batch", None, None)
-    for b in (2, 4, 7):
+    traced = om.trace(by_reshape, randn(2, 8, 5), "batch", None, None)  # 2 groups, batch 2
+    for b in (1, 3, 7):
         xn = randn(b, 8, 5, seed=b)
         np.testing.assert_allclose(traced(xn).numpy(), eager(by_reshape, xn), rtol=1e-4,
                                    atol=1e-5)
-    if norm is not None:
-        t2 = norm.trace(randn(2, 8, 5), "batch", None, None)
-        norm.eval()
-        xn = randn(5, 8, 5, seed=3)
-        np.testing.assert_allclose(t2(xn).numpy(), eager(norm, xn), rtol=1e-4, atol=1e-5)
+
 
 
 # -- 2. slice bounds on symbolic axes --------------------------------------------------------------
@@ -180,7 +173,6 @@ def test_check_sizes_go_below_the_example():
 def test_check_catches_an_inference_wrong_below_the_example():
     from onemodel.registry import OpDef, Sample, hookimpl
     from onemodel.core.types import TensorType
-    from onemodel.core.symbolic import Dim
 
     def infer(x):                                        # claims 4 columns at every size
         return TensorType(x.dtype, (x.shape[0], 4))
@@ -201,7 +193,6 @@ def test_check_catches_an_inference_wrong_below_the_example():
             om.trace(lambda x: om.ops.last_four_wrong(x), randn(3, 6), "batch", "seq")
     finally:
         om.registry.unregister(plugin)
-    assert Dim  # imported for readers: shapes hold Dims
 
 
 def masked_mean(tokens, mask):
@@ -410,7 +401,6 @@ def test_split_in_symbolic_halves():
 
 
 def test_onnx_export_of_a_fill_with_a_symbolic_value(tmp_path):
-    fn = lambda x: x + Tensor.full(F32, x.shape[1], 1, 1)  # noqa: E731 - not a dtype mix-up
     fn = lambda x: x * om.ops.full((1, 1), x.shape[1], dtype="f32")  # noqa: E731
     traced = om.trace(fn, randn(3, 5), "batch", "seq")
     xn = randn(2, 7, seed=1)

@@ -9,9 +9,8 @@ never a wrong number.
 """
 from __future__ import annotations
 
-import contextlib
 import threading
-from typing import Iterator, Mapping
+from typing import Mapping
 
 import attrs
 
@@ -60,7 +59,7 @@ class Guard:
 def require(left: DimLike, right: DimLike, reason: str) -> None:
     """Inference's way to say "this result holds only while ``left <= right``". Nothing is
     recorded when it is provable (symbolic axes are at least 1); otherwise the active collector
-    (a trace) keeps it. Outside a collector it is a no-op: a graph carries its own guards."""
+    (a trace or an ONNX import, see `start`) keeps it. Outside a collector it is a no-op: a graph carries its own guards."""
     if provably_nonneg(right - left):
         return
     bucket = getattr(_sink, "guards", None)
@@ -68,20 +67,10 @@ def require(left: DimLike, right: DimLike, reason: str) -> None:
         bucket.append(Guard(left, right, reason))
 
 
-@contextlib.contextmanager
-def collect() -> Iterator[list]:
-    """Collect the guards inference states inside the block (nested blocks collect separately)."""
-    bucket: list = []
-    previous = start(bucket)
-    try:
-        yield bucket
-    finally:
-        stop(previous)
-
-
 def start(bucket: list):
-    """`collect` without a context manager, for the tracer's per-op path: returns the bucket
-    to restore with `stop`."""
+    """Collect into ``bucket`` the guards inference states from now until `stop`, which gets
+    the value this returns (the collector before: collections nest). No context manager, as
+    the tracer does this on every op."""
     previous = getattr(_sink, "guards", None)
     _sink.guards = bucket
     return previous

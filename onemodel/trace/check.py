@@ -83,17 +83,17 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(a, b))
 
 
-def check_sizes(size0: int, extra_sizes: int = 2) -> list[int]:
+#: how many sizes above the example the check tries (with the two below, three eager re-runs
+#: per axis: the cost of the check stays close to what it was with two larger sizes)
+EXTRA_SIZES = 1
+
+
+def check_sizes(size0: int, extra_sizes: int = EXTRA_SIZES) -> list[int]:
     """The sizes the check tries for an axis traced at ``size0``: 2 and 3 where they are below
     the example (sizes of 1 broadcast, so a symbolic axis starts at 2), then larger ones."""
     below = [n for n in (2, 3) if n < size0]
     above = [size0 * (k + 1) + k for k in range(1, extra_sizes + 1)]  # e.g. 4 -> 9, 14
     return below + above
-
-
-#: how many sizes above the example the check tries (with the two below, three eager re-runs
-#: per axis: the cost of the check stays close to what it was with two larger sizes)
-EXTRA_SIZES = 1
 
 
 def check_trace(graph: Graph, run_eager: Callable[[dict], list], examples, env: dict,
