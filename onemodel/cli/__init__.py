@@ -9,7 +9,7 @@ import sys
 from ..errors import OneModelError
 from ._help import HelpFormatter
 
-COMMANDS = ("ops", "plugins", "info", "show", "convert", "run", "bench")
+COMMANDS = ("ops", "plugins", "info", "show", "convert", "run", "bench", "cache")
 
 EPILOG = """examples:
   onemodel ops                        the registry as a table
@@ -20,6 +20,8 @@ EPILOG = """examples:
   onemodel convert model.onemodel model.onnx
   onemodel run model.onemodel --input input=x.npy --output-dir out/
   onemodel bench model.onemodel --backend numpy,threaded --batch 64
+  onemodel cache                      the on-disk cache: folder, entries, size
+  onemodel cache clear                remove its entries
 
 Each command's --help has more, with examples.
 """

@@ -159,10 +159,11 @@ print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "session_s": t3 - t2,
 
 def cold_start(model_path: str | os.PathLike, backend: str, feeds: Mapping[str, np.ndarray],
                threads: int | None = None, optimization: str = "all",
-               timeout: float = 600.0) -> dict[str, float]:
+               timeout: float = 600.0, env: Mapping[str, str] | None = None) -> dict[str, float]:
     """Seconds a fresh Python process takes to import onemodel, load ``model_path``, create a
     ``backend`` session and run ``feeds`` once (keys ``import_s``, ``load_s``, ``session_s``,
-    ``first_run_s``): what a user's new process pays before its first result, nothing cached."""
+    ``first_run_s``): what a user's new process pays before its first result. ``env``: the
+    process's environment (default this one's)."""
     import json
     import subprocess
     import sys
@@ -173,12 +174,32 @@ def cold_start(model_path: str | os.PathLike, backend: str, feeds: Mapping[str, 
         np.savez(npz, **dict(feeds))
         proc = subprocess.run([sys.executable, "-c", _COLD_SCRIPT, os.fspath(model_path), npz,
                                backend, "" if threads is None else str(int(threads)),
-                               optimization], capture_output=True, text=True, timeout=timeout)
+                               optimization], capture_output=True, text=True, timeout=timeout,
+                              env=None if env is None else dict(env))
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise OneModelError(f"cold start of backend {backend!r} failed in a fresh process: "
                             f"{last}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def cold_and_cached_start(model_path: str | os.PathLike, backend: str,
+                          feeds: Mapping[str, np.ndarray], threads: int | None = None,
+                          optimization: str = "all") -> tuple[dict, dict | None]:
+    """`cold_start` twice over one new, empty on-disk cache (`onemodel.cache`): the first
+    process finds nothing cached; the second finds what the first stored, and is timed only
+    when the backend stored something (else None)."""
+    import tempfile
+
+    from ..cache import DIR_ENV, ENABLE_ENV, SUFFIX
+
+    with tempfile.TemporaryDirectory() as folder:
+        env = {**os.environ, DIR_ENV: folder, ENABLE_ENV: "1"}
+        cold = cold_start(model_path, backend, feeds, threads, optimization, env=env)
+        stored = any(name.endswith(SUFFIX) for _, _, names in os.walk(folder) for name in names)
+        cached = (cold_start(model_path, backend, feeds, threads, optimization, env=env)
+                  if stored else None)
+    return cold, cached
 
 
 def parallel_capacity(seconds: float = 0.15) -> float:
@@ -247,5 +268,5 @@ def format_seconds(s: float) -> str:
 
 
 __all__ = ["DEFAULT_DIM", "Timing", "time_calls", "axis_sizes", "random_feeds", "ort_runner",
-           "onnxruntime_version", "cold_start", "parallel_capacity", "format_seconds",
+           "onnxruntime_version", "cold_start", "cold_and_cached_start", "parallel_capacity", "format_seconds",
            "threads_text", "session_label", "blas_threads", "settings_note"]

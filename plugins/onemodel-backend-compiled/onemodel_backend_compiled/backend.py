@@ -13,11 +13,13 @@ import numbers
 
 import numpy as np
 
+from onemodel import cache as disk_cache
 from onemodel.core.plan import CompiledGraph
 from onemodel.errors import OneModelError
 
 from .lower import Lowering
 from .plan import NativePlan
+from .plan_cache import PlanCache
 from .rules import RULES
 from .weights import WeightBlock
 
@@ -34,13 +36,18 @@ def _positive(name, value):
 
 
 class CompiledBackend:
-    options = ("threads", "max_plans")
+    options = ("threads", "max_plans", "cache")
 
-    def __init__(self, threads=None, max_plans: int = 32) -> None:
+    def __init__(self, threads=None, max_plans: int = 32, cache=None) -> None:
         self.name = "compiled"
         self.requested_threads = None if threads is None else _positive("threads", threads)
         self.threads = self.requested_threads or 1
         self.max_plans = _positive("max_plans", max_plans)
+        if cache is not None and not isinstance(cache, bool):
+            raise CompiledOptionError(f"compiled backend: cache must be True, False or None, "
+                                      f"got {cache!r}")
+        #: the on-disk plan cache (plan_cache.py): None follows $ONEMODEL_CACHE
+        self.cache = disk_cache.enabled() if cache is None else cache
 
     def compile(self, graph) -> "NativeGraph":
         return NativeGraph(graph, self)
@@ -58,7 +65,10 @@ class NativeGraph(CompiledGraph):
         self.weights = WeightBlock()
         self._last = None
         self.numpy_kernels = {op: k for (b, op), k in tables.kernels.items() if b == "numpy"}
-        self._pack(graph)
+        #: with the cache on, packing waits for the first signature the cache does not hold
+        self.plan_cache = PlanCache(graph) if backend.cache else None
+        if self.plan_cache is None:
+            self._pack(graph)
 
     def _pack(self, graph) -> None:
         """Pre-pack the constant weights of linear layers now, not at the first run."""
@@ -84,9 +94,18 @@ class NativeGraph(CompiledGraph):
         return super().run(feeds, env, output_names)
 
     def build(self, env, output_names):
+        cache = self.plan_cache
+        if cache is not None:
+            plan = cache.load(self, env, output_names)
+            if plan is not None:
+                return plan
+            self._pack(self.graph)  # keys packed already are kept
         lw = Lowering(self.graph, env, output_names, self.weights, self.ops, RULES,
                       self.numpy_kernels)
-        return NativePlan(lw, self.weights)
+        plan = NativePlan(lw, self.weights)
+        if cache is not None:
+            cache.store(self, env, output_names, lw)
+        return plan
 
 
 def create(**options) -> CompiledBackend:

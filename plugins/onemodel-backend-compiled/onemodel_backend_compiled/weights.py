@@ -56,3 +56,43 @@ class WeightBlock:
     @property
     def nbytes(self) -> int:
         return self.array.nbytes
+
+    # -- the plan cache (plan_cache.py) ----------------------------------------------------------
+    def snapshot(self) -> tuple[list, np.ndarray]:
+        """``(layout, data)``: every key with its offset, and the block's used floats."""
+        with self._lock:
+            return list(self._offsets.items()), self.array[:self._size].copy()
+
+    def adopt(self, layout, data: np.ndarray) -> bool:
+        """Take in a stored block (what `snapshot` returned in another process, for the same
+        graph) so that plans lowered there find their constants at the same offsets. False,
+        changing nothing, when a key this block holds sits elsewhere there or a new one would
+        overlap one of ours."""
+        with self._lock:
+            mine = self._offsets
+            theirs = dict(layout)
+            if len(theirs) != len(layout) or any(theirs.get(k, -1) != o for k, o in mine.items()
+                                                 if k in theirs):
+                return False
+            size = int(data.size)
+            if all(k in theirs for k in mine):  # ours is a part of theirs: take their array
+                self.array = data if data.size >= ALIGN else np.zeros(ALIGN, np.float32)
+                self._offsets = dict(theirs)
+                self._size = size
+                return True
+            # else copy their new entries into free space past ours (spans: up to the next key)
+            ends = sorted(set(theirs.values()) | {size})
+            span = {o: ends[ends.index(o) + 1] for o in set(theirs.values())}
+            new = [(k, o) for k, o in theirs.items() if k not in mine]
+            if any(o < self._size for _, o in new):
+                return False
+            end = max([self._size] + [span[o] for _, o in new])
+            if end > self.array.size:
+                arr = np.zeros(end, np.float32)
+                arr[:self._size] = self.array[:self._size]
+                self.array = arr
+            for k, o in new:
+                self.array[o:span[o]] = data[o:span[o]]
+            self._offsets = {**mine, **{k: o for k, o in new}}
+            self._size = end
+            return True

@@ -1,0 +1,82 @@
+"""``onemodel cache``: where the on-disk cache is, what it holds; ``onemodel cache clear``."""
+from __future__ import annotations
+
+import json
+import time
+
+from ._table import render, wrap_text
+
+EPILOG = """examples:
+  onemodel cache                 the folder, whether the cache is on, entries and bytes
+  onemodel cache --json          the same for programs
+  onemodel cache clear           remove every entry
+
+Backends keep there what is costly to rebuild in a new process (the compiled backend: each
+shape signature's lowered plan and packed weights). The folder is $ONEMODEL_CACHE_DIR, else
+$XDG_CACHE_HOME/onemodel, else ~/.cache/onemodel; ONEMODEL_CACHE=0 turns the cache off and
+ONEMODEL_CACHE_MAX_MB bounds each backend's part (default 1024; the entries used least recently
+go first). clear removes only the cache's own files (*.omcache).
+"""
+
+
+def add_parser(sub):
+    p = sub.add_parser("cache", help="show or clear the on-disk cache",
+                       description="Show the on-disk cache (folder, setting, entries and size "
+                                   "per backend) or clear it.",
+                       epilog=EPILOG)
+    p.add_argument("action", nargs="?", choices=("show", "clear"), default="show",
+                   help="show (default) or clear")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    return p
+
+
+def _human(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def _age(seconds: float) -> str:
+    for unit, n in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= n:
+            return f"{seconds / n:.0f} {unit} ago"
+    return "just now"
+
+
+def run(args) -> int:
+    from .. import cache
+
+    if args.action == "clear":
+        where = cache.location()
+        removed = cache.clear()
+        if args.json:
+            print(json.dumps({"location": where, "removed_files": removed}, indent=2))
+        else:
+            print(f"removed {removed} file{'s' if removed != 1 else ''} from {where}")
+        return 0
+    entries = cache.entries()
+    spaces: dict[str, list] = {}
+    for e in entries:
+        spaces.setdefault(e.namespace, []).append(e)
+    info = {"location": cache.location(), "enabled": cache.enabled(),
+            "max_bytes_per_backend": cache.max_bytes(),
+            "namespaces": {name: {"entries": len(es), "bytes": sum(e.bytes for e in es),
+                                  "last_used": max(e.used for e in es)}
+                           for name, es in sorted(spaces.items())}}
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    state = "on" if info["enabled"] else "off (ONEMODEL_CACHE)"
+    print(wrap_text(f"cache: {info['location']} ({state}; at most "
+                    f"{_human(info['max_bytes_per_backend'])} per backend)", " " * 4))
+    if not spaces:
+        print("no entries")
+        return 0
+    now = time.time()
+    rows = [[name, str(s["entries"]), _human(s["bytes"]), _age(now - s["last_used"])]
+            for name, s in info["namespaces"].items()]
+    print(render(["backend", "entries", "size", "last used"], rows))
+    return 0

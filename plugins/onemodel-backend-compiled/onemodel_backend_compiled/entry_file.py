@@ -1,0 +1,134 @@
+"""The file format of one plan-cache entry: a JSON header and raw arrays, each with a CRC-32.
+
+::
+
+    MAGIC (8 bytes) | header length (uint64 LE) | header (UTF-8 JSON) | CRC-32 of the header
+    (uint32 LE) | zero padding to 64 | the arrays, each at a 64-byte aligned offset
+
+The header is ``{"format": FORMAT, "key": ..., "arrays": [{"dtype", "shape", "offset",
+"nbytes", "crc"}, ...], "body": ...}``. Reading checks everything it can before an array is
+handed out: the magic, sizes against the file's, both checksums, the key asked for, the dtypes
+(plain numeric ones only: nothing is unpickled or executed). Any mismatch is `EntryError`.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+import zlib
+
+import numpy as np
+
+from onemodel.errors import OneModelError
+
+MAGIC = b"OMPLAN\x00\x01"
+FORMAT = 1
+ALIGN = 64
+#: a header larger than this is not one of ours
+MAX_HEADER = 64 << 20
+DTYPES = frozenset(np.dtype(t).str for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+    np.float16, np.float32, np.float64))
+
+
+class EntryError(OneModelError):
+    """A cache entry that cannot be trusted (truncated, corrupted, foreign or stale)."""
+
+
+def _pad(n: int) -> int:
+    return -n % ALIGN
+
+
+def _bytes(a: np.ndarray):
+    """A contiguous array's memory as bytes (no copy)."""
+    return memoryview(a.reshape(-1)).cast("B") if a.nbytes else b""
+
+
+def encode(key: str, body, arrays: list[np.ndarray]) -> list[bytes]:
+    """The entry's bytes, as chunks (large arrays are not copied into one buffer)."""
+    specs, datas, offset = [], [], 0
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        if a.dtype.str not in DTYPES:
+            raise EntryError(f"cannot store an array of dtype {a.dtype}")
+        data = _bytes(a)
+        specs.append({"dtype": a.dtype.str, "shape": list(a.shape), "offset": offset,
+                      "nbytes": a.nbytes, "crc": zlib.crc32(data)})
+        datas.append(data)
+        offset += a.nbytes + _pad(a.nbytes)
+    header = json.dumps({"format": FORMAT, "key": key, "arrays": specs, "body": body},
+                        separators=(",", ":")).encode()
+    head = MAGIC + struct.pack("<Q", len(header)) + header + struct.pack("<I",
+                                                                          zlib.crc32(header))
+    chunks = [head + bytes(_pad(len(head)))]
+    for data in datas:
+        chunks.append(data)
+        chunks.append(bytes(_pad(len(data))))
+    return chunks
+
+
+def read(path: str, key: str):
+    """``(body, arrays)`` of the entry at ``path`` if it is a sound entry for ``key``, else
+    `EntryError` (`FileNotFoundError` when there is none)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        start = f.read(len(MAGIC) + 8)
+        if len(start) < len(MAGIC) + 8 or start[:len(MAGIC)] != MAGIC:
+            raise EntryError("not a plan-cache entry of this format")
+        (hlen,) = struct.unpack("<Q", start[len(MAGIC):])
+        if hlen > min(MAX_HEADER, size):
+            raise EntryError(f"header length {hlen} past the file's {size} bytes")
+        header = f.read(hlen)
+        crc = f.read(4)
+        if len(header) != hlen or len(crc) != 4:
+            raise EntryError("truncated header")
+        if struct.unpack("<I", crc)[0] != zlib.crc32(header):
+            raise EntryError("header checksum mismatch")
+        try:
+            head = json.loads(header)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise EntryError(f"header is not JSON: {exc}") from None
+        if not isinstance(head, dict) or head.get("format") != FORMAT:
+            raise EntryError("another format version")
+        if head.get("key") != key:
+            raise EntryError("entry of another key")
+        base = len(MAGIC) + 8 + hlen + 4
+        base += _pad(base)
+        specs = head.get("arrays")
+        if not isinstance(specs, list):
+            raise EntryError("no array table")
+        arrays, end = [], base
+        for spec in specs:
+            a = _read_array(f, spec, base, size)
+            arrays.append(a)
+            end = max(end, base + spec["offset"] + spec["nbytes"])
+        if size != end + _pad(end) and size != end:
+            raise EntryError(f"{size - end} stray bytes after the arrays")
+    return head.get("body"), arrays
+
+
+def _read_array(f, spec, base: int, size: int) -> np.ndarray:
+    try:
+        dtype, shape = spec["dtype"], spec["shape"]
+        offset, nbytes, crc = spec["offset"], spec["nbytes"], spec["crc"]
+    except (TypeError, KeyError):
+        raise EntryError("malformed array record") from None
+    ints = [offset, nbytes, crc, *shape] if isinstance(shape, list) else None
+    if dtype not in DTYPES or ints is None or not all(
+            type(i) is int and i >= 0 for i in ints):
+        raise EntryError("malformed array record")
+    dt = np.dtype(dtype)
+    if math.prod(shape) * dt.itemsize != nbytes or offset % ALIGN \
+            or base + offset + nbytes > size:
+        raise EntryError("array record does not fit the file")
+    a = np.empty(shape, dt)
+    f.seek(base + offset)
+    if nbytes and f.readinto(_bytes(a)) != nbytes:
+        raise EntryError("truncated array")
+    if zlib.crc32(_bytes(a)) != crc:
+        raise EntryError("array checksum mismatch")
+    return a
+
+
+__all__ = ["encode", "read", "EntryError", "MAGIC", "FORMAT"]

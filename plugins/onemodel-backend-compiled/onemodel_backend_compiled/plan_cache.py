@@ -1,0 +1,230 @@
+"""The compiled backend's on-disk plan cache: one entry per graph and shape signature holding
+the lowered plan (`plan_codec`) and the packed weight block it reads, so a new process skips
+lowering and weight packing (the costs of a first run; see docs/guide/backends.md).
+
+The key is a SHA-256 of everything an entry depends on: the graph (structure, params, types,
+guards, outputs, and a SHA-256 of every constant's bytes), the sizes of the symbolic axes, the
+outputs asked for, the kernel copy in use (``_native.isa()``), this plugin's sources and native
+library and the core's sources (path, size, modification time), numpy's version, and for each
+op of the graph its provider, kernels and traits. A graph with an op registered at run time (no
+installed distribution, so no version) is not cached. A bad entry (truncated, corrupted,
+foreign, another version) is ignored and rewritten; saving never fails a run (a read-only or
+full disk just means no entry).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import threading
+
+import attrs
+import numpy as np
+
+from onemodel import cache as disk
+from onemodel.core.graph import format_param
+
+from . import _native, entry_file, plan_codec
+from .plan import NativePlan
+
+NAMESPACE = "compiled"
+#: bump when what an entry means changes in a way the code digest would not show
+SCHEMA = 1
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+_code_digest: str | None = None
+_code_lock = threading.Lock()
+
+
+def code_digest() -> str:
+    """This plugin's files (sources and native library) and the core's sources, by path, size
+    and modification time, and numpy's version: computed once per process."""
+    global _code_digest
+    with _code_lock:
+        if _code_digest is None:
+            import onemodel
+
+            h = hashlib.sha256(f"schema {SCHEMA} numpy {np.__version__} onemodel "
+                               f"{onemodel.__version__}".encode())
+            for name in sorted(os.listdir(_PKG_DIR)):
+                if name.endswith((".py", ".so", ".pyd")):
+                    h.update(_stat_line(os.path.join(_PKG_DIR, name)))
+            core = os.path.dirname(os.path.abspath(onemodel.__file__))
+            for folder, dirs, files in os.walk(core):
+                dirs.sort()
+                for name in sorted(files):
+                    if name.endswith(".py"):
+                        h.update(_stat_line(os.path.join(folder, name)))
+            _code_digest = h.hexdigest()
+        return _code_digest
+
+
+def _stat_line(path: str) -> bytes:
+    """A file by path, size and modification time: a rebuilt library or an edited source
+    changes it (an installed package's files keep theirs)."""
+    try:
+        st = os.stat(path)
+        return f"{path} {st.st_size} {st.st_mtime_ns}\n".encode()
+    except OSError:
+        return f"{path} missing\n".encode()
+
+
+def _canon(v) -> str:
+    """Params as text that changes when they do (arrays by digest, not numpy's short repr)."""
+    if isinstance(v, np.ndarray):
+        return f"array({v.dtype.str},{v.shape},{hashlib.sha256(_bytes(v)).hexdigest()})"
+    if isinstance(v, (tuple, list)):
+        inner = ",".join(_canon(x) for x in v)
+        return f"({inner})" if isinstance(v, tuple) else f"[{inner}]"
+    if isinstance(v, dict):
+        return "{" + ",".join(f"{k!r}:{_canon(x)}" for k, x in v.items()) + "}"
+    if attrs.has(type(v)):  # a record (an op's traits): its fields
+        return f"{type(v).__qualname__}(" + ",".join(
+            f"{f.name}={_canon(getattr(v, f.name))}" for f in attrs.fields(type(v))) + ")"
+    if callable(v) and not isinstance(v, type):  # by name and source file, not address
+        return _kernel_id(v)
+    return f"{type(v).__name__}:{format_param(v)}"
+
+
+def _bytes(a: np.ndarray):
+    a = np.ascontiguousarray(a)
+    return memoryview(a.reshape(-1)).cast("B") if a.nbytes else b""
+
+
+def _kernel_id(fn) -> str:
+    if fn is None:
+        return "-"
+    mod = sys.modules.get(getattr(fn, "__module__", None) or "")
+    where = _stat_line(mod.__file__).decode().strip() if getattr(mod, "__file__", None) else "?"
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))} [{where}]"
+
+
+def graph_digest(graph, ops, numpy_kernels) -> str | None:
+    """SHA-256 of the graph and of the records of its ops; None when an op has no version
+    (registered at run time: its code may change with no trace)."""
+    from onemodel import registry
+
+    versioned = {i.label for i in registry.plugins() if i.distribution}
+    h = hashlib.sha256()
+    for op in sorted({n.op for n in graph.nodes}):
+        rec = ops.get(op)
+        if rec is None or rec.provider not in versioned:
+            return None
+        kdef = numpy_kernels.get(op)
+        h.update(f"op {op} {rec.provider} {_kernel_id(rec.kernel)} "
+                 f"{_kernel_id(getattr(kdef, 'kernel', None))} "
+                 f"{getattr(kdef, 'provider', None)} {_canon(getattr(rec, 'traits', None))}\n".encode())
+    for v in graph.inputs:
+        h.update(f"in {v}\n".encode())
+    for name in sorted(graph.values):
+        h.update(f"value {graph.values[name]}\n".encode())
+    for g in graph.guards:
+        h.update(f"guard {g.text}\n".encode())
+    for n in graph.nodes:
+        h.update(f"node {n.op} {n.inputs!r} {n.outputs!r} {_canon(dict(n.params))}\n"
+                 .encode())
+    h.update(f"out {graph.outputs!r}\n".encode())
+    for name in sorted(graph.initializers):
+        a = np.asarray(graph.initializers[name])
+        h.update(f"const {name} {a.dtype.str} {a.shape} ".encode())
+        h.update(hashlib.sha256(_bytes(a)).digest())
+    return h.hexdigest()
+
+
+class PlanCache:
+    """The plan cache of one session's graph (`NativeGraph.plan_cache`). ``stats`` counts
+    hits, misses, entries stored, entries rejected, and says why a plan was not stored."""
+
+    def __init__(self, graph) -> None:
+        self.graph = graph
+        self._digest: str | None = None
+        self._digested = False
+        self.stats = {"hits": 0, "misses": 0, "stored": 0, "rejected": 0, "not_stored": None}
+
+    def digest(self, ng) -> str | None:
+        if not self._digested:
+            self._digest = graph_digest(self.graph, ng.ops, ng.numpy_kernels)
+            self._digested = True
+            if self._digest is None:
+                self.stats["not_stored"] = "an op of the graph was registered at run time"
+        return self._digest
+
+    def key(self, ng, env, output_names) -> str | None:
+        digest = self.digest(ng)
+        if digest is None:
+            return None
+        text = json.dumps([code_digest(), digest, sorted((k, int(v)) for k, v in env.items()),
+                           list(output_names), _native.isa()])
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    @staticmethod
+    def path(key: str) -> str:
+        return os.path.join(disk.namespace_dir(NAMESPACE), key[:40] + disk.SUFFIX)
+
+    def load(self, ng, env, output_names) -> NativePlan | None:
+        """The stored plan of this signature, bound to ``ng``'s weight block, or None."""
+        key = self.key(ng, env, output_names)
+        if key is None:
+            return None
+        path = self.path(key)
+        try:
+            body, arrays = entry_file.read(path, key)
+            plan = self._restore(ng, env, body, arrays)
+        except FileNotFoundError:
+            plan = None
+        except (entry_file.EntryError, plan_codec.BadEntry, OSError, ValueError, TypeError,
+                KeyError, IndexError) as exc:
+            self.stats["rejected"] += 1
+            self.stats["last_rejection"] = f"{type(exc).__name__}: {exc}"
+            plan = None
+        if plan is None:
+            self.stats["misses"] += 1
+            return None
+        self.stats["hits"] += 1
+        disk.touch(path)
+        return plan
+
+    def _restore(self, ng, env, body, arrays) -> NativePlan | None:
+        if not isinstance(body, dict) or not arrays or set(body) != {"plan", "layout"}:
+            raise plan_codec.BadEntry("malformed body")
+        layout = plan_codec.decode_value(body["layout"])
+        data = arrays[-1]
+        if data.dtype != np.float32 or data.ndim != 1 or not isinstance(layout, list) or any(
+                not isinstance(p, tuple) or len(p) != 2 or type(p[1]) is not int
+                or not 0 <= p[1] <= data.size for p in layout):
+            raise plan_codec.BadEntry("malformed weight layout")
+        if not ng.weights.adopt(layout, data):
+            return None  # this session's block was laid out otherwise: lower anew
+        from .rules import RULES
+
+        lw = plan_codec.decode(body["plan"], arrays[:-1], self.graph, env, ng.weights, ng.ops,
+                               RULES, ng.numpy_kernels)
+        plan = NativePlan(lw, ng.weights)
+        head, _, rest = plan.source.partition("\n")
+        plan.source = f"{head}; loaded from the on-disk plan cache\n{rest}"
+        return plan
+
+    def store(self, ng, env, output_names, lw) -> None:
+        """Save the plan just lowered; never raises for a reason of the cache's own."""
+        key = self.key(ng, env, output_names)
+        if key is None:
+            return
+        try:
+            body, arrays = plan_codec.encode(lw)
+            layout, data = ng.weights.snapshot()
+            chunks = entry_file.encode(key, {"plan": body,
+                                             "layout": plan_codec.encode_value(layout)},
+                                       arrays + [data])
+        except (plan_codec.NotCacheable, entry_file.EntryError) as exc:
+            self.stats["not_stored"] = str(exc)
+            return
+        try:
+            disk.write_entry(NAMESPACE, os.path.basename(self.path(key)), chunks)
+            disk.evict(NAMESPACE)
+        except OSError as exc:  # read-only, full, removed meanwhile: no entry this time
+            self.stats["not_stored"] = f"{type(exc).__name__}: {exc}"
+            return
+        self.stats["stored"] += 1
+
+
+__all__ = ["PlanCache", "code_digest", "graph_digest", "NAMESPACE"]

@@ -1,0 +1,470 @@
+"""The compiled backend's on-disk plan cache: a new session (and a new process) loads the plan
+and weights another stored, with results bit-identical to lowering anew; everything the plan
+depends on is in the key; bad entries are rebuilt; several processes share one cache."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import attrs
+import numpy as np
+import pytest
+
+import onemodel as om
+from onemodel import Tensor
+from onemodel import cache as disk
+from onemodel_backend_compiled import _native, entry_file, plan_codec
+from onemodel_backend_compiled.backend import CompiledOptionError
+from onemodel_backend_compiled.lower import Lowering
+from onemodel_backend_compiled.weights import WeightBlock
+from tests import session_models as models
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("ONEMODEL_CACHE_DIR", str(folder))
+    monkeypatch.delenv("ONEMODEL_CACHE", raising=False)
+    monkeypatch.delenv("ONEMODEL_CACHE_MAX_MB", raising=False)
+    return folder
+
+
+def _files(folder):
+    return sorted((folder / "compiled").glob("*" + disk.SUFFIX))
+
+
+def _stats(session):
+    return session._compiled.plan_cache.stats
+
+
+def _where_model():
+    """A linear, then `where` (no lowering: a numpy step between native segments)."""
+    w = Tensor.from_numpy(np.arange(12, dtype=np.float32).reshape(3, 4) / 10)
+
+    def fn(x):
+        h = om.ops.linear(x, w)
+        return om.ops.relu(om.ops.where(om.ops.greater(h, 1.0), h, h * 2.0))
+
+    return fn, (4,)
+
+
+def _folded_model():
+    """Position ids over a symbolic length: folded into constants per signature."""
+    w = Tensor.from_numpy(np.random.default_rng(3).standard_normal((6, 6)).astype(np.float32))
+
+    def fn(x):
+        pos = om.ops.arange(x.shape[1], dtype=om.DType.F32)
+        return om.ops.linear(x * om.ops.unsqueeze(om.ops.unsqueeze(pos + 1.0, 0), 2), w)
+
+    return fn, (None, 6)
+
+
+MODELS = {
+    "mlp": lambda: models.mlp(sizes=(20, 16, 8)),
+    "cnn": models.cnn,
+    "cnn_bn": models.cnn_bn,
+    "transformer": lambda: (models.encoder_layer(d=32, heads=4, ffn=64)[0], (8, 32)),
+    "deep": lambda: models.deep(n=6, width=16),
+    "branches": lambda: models.branches(n=3, width=24),
+    "where": _where_model,
+    "folded": _folded_model,
+}
+_TRACED: dict = {}
+
+
+def _traced(name):
+    if name not in _TRACED:
+        fn, shape = MODELS[name]()
+        if shape[0] is None:
+            shape = (5, *shape[1:])
+            ex = Tensor.from_numpy(np.ones((3, *shape), np.float32))
+            _TRACED[name] = (shape, om.trace(fn, ex, "batch", "seq", None))
+        else:
+            _TRACED[name] = (shape, models.trace(fn, shape))
+    return _TRACED[name]
+
+
+def _feeds(shape, batch):
+    return {"input": models.feed(shape, batch)}
+
+
+def _run(traced, feeds, **options):
+    s = om.Session(traced, backend="compiled", **options)
+    return s, {k: v.numpy() for k, v in s.run(feeds).items()}
+
+
+@pytest.fixture(params=["native", "generic"])
+def isa(request):
+    before = _native.isa()
+    _native.use(before if request.param == "native" else "generic")
+    yield _native.isa()
+    _native.use(before)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_a_new_session_loads_the_plan_with_identical_results(cache_dir, name, isa):
+    shape, traced = _traced(name)
+    for batch in (1, 3):
+        feeds = _feeds(shape, batch)
+        _, plain = _run(traced, feeds, cache=False)
+        first, got1 = _run(traced, feeds)
+        assert _stats(first)["misses"] == 1 and _stats(first)["stored"] == 1, _stats(first)
+        second, got2 = _run(traced, feeds)
+        assert _stats(second)["hits"] == 1 and _stats(second)["misses"] == 0, _stats(second)
+        assert "loaded from the on-disk plan cache" in second.plan_source(feeds)
+        for k in plain:
+            np.testing.assert_array_equal(got1[k], plain[k])
+            np.testing.assert_array_equal(got2[k], plain[k])
+        again = second.run({"input": feeds["input"] * 2})
+        ref = om.Session(traced, backend="compiled", cache=False).run(
+            {"input": feeds["input"] * 2})
+        for k in ref:
+            np.testing.assert_array_equal(again[k].numpy(), ref[k].numpy())
+    assert len(_files(cache_dir)) == 2  # one per batch size
+
+
+def test_a_new_process_loads_the_plan(cache_dir, tmp_path):
+    shape, traced = _traced("cnn")
+    traced.save(tmp_path / "cnn.onemodel")
+    x = models.feed(shape, 2)
+    np.save(tmp_path / "x.npy", x)
+    script = textwrap.dedent("""
+        import json, sys
+        import numpy as np
+        import onemodel as om
+        s = om.Session(om.load(sys.argv[1]), backend="compiled")
+        out = s.run({"input": np.load(sys.argv[2])})["output"].numpy()
+        np.save(sys.argv[3], out)
+        print(json.dumps(s._compiled.plan_cache.stats))
+    """)
+    stats = []
+    for i in range(2):
+        proc = subprocess.run([sys.executable, "-c", script, str(tmp_path / "cnn.onemodel"),
+                               str(tmp_path / "x.npy"), str(tmp_path / f"out{i}.npy")],
+                              capture_output=True, text=True, timeout=120, env=os.environ)
+        assert proc.returncode == 0, proc.stderr
+        stats.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert stats[0]["stored"] == 1 and stats[1]["hits"] == 1, stats
+    ref = _run(traced, {"input": x}, cache=False)[1]["output"]
+    for i in range(2):
+        np.testing.assert_array_equal(np.load(tmp_path / f"out{i}.npy"), ref)
+
+
+def _with_initializer(traced, change):
+    g = traced.graph
+    name = sorted(g.initializers)[0]
+    inits = dict(g.initializers)
+    inits[name] = change(np.array(inits[name]))
+    return g.replace(initializers=inits)
+
+
+def test_a_changed_weight_misses(cache_dir):
+    shape, traced = _traced("mlp")
+    feeds = _feeds(shape, 2)
+    _run(traced, feeds)
+
+    def bump(a):
+        a.reshape(-1)[7] += 0.5
+        return a
+
+    changed = _with_initializer(traced, bump)
+    s, got = _run(changed, feeds)
+    assert _stats(s)["misses"] == 1 and _stats(s)["hits"] == 0
+    np.testing.assert_array_equal(got["output"], _run(changed, feeds, cache=False)[1]["output"])
+    s, _ = _run(changed, feeds)
+    assert _stats(s)["hits"] == 1
+
+
+def test_a_changed_graph_misses(cache_dir):
+    w = Tensor.from_numpy(np.eye(4, dtype=np.float32))
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    traced = {act: om.trace(lambda t, act=act: getattr(om.ops, act)(om.ops.linear(t, w)),
+                            Tensor.from_numpy(x), "batch", None) for act in ("relu", "tanh")}
+    _run(traced["relu"], {"input": x})
+    s, got = _run(traced["tanh"], {"input": x})
+    assert _stats(s)["misses"] == 1 and _stats(s)["hits"] == 0
+    np.testing.assert_allclose(got["output"], np.tanh(x), rtol=1e-6, atol=1e-7)
+
+
+def test_another_signature_and_other_outputs_miss(cache_dir):
+    shape, traced = _traced("folded")
+    s = om.Session(traced, backend="compiled")
+    s.run(_feeds(shape, 2))
+    s.run(_feeds((7, 6), 2))  # another sequence length: another signature
+    assert _stats(s)["misses"] == 2 and len(_files(cache_dir)) == 2
+
+    def two(x):
+        h = om.ops.relu(x)
+        return h, om.ops.tanh(h)
+
+    t2 = om.trace(two, Tensor.from_numpy(np.ones((2, 3), np.float32)), "batch", None)
+    x = {"input": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)}
+    om.Session(t2, backend="compiled").run(x)
+    name = t2.graph.output_names[1]
+    s = om.Session(t2, backend="compiled")
+    out = s.run(x, [name])
+    assert _stats(s)["misses"] == 1 and list(out) == [name]
+    np.testing.assert_allclose(out[name].numpy(), np.tanh(np.maximum(x["input"], 0)),
+                               rtol=1e-6, atol=1e-7)
+
+
+def test_another_kernel_copy_misses(cache_dir):
+    before = _native.isa()
+    if before == "generic":
+        pytest.skip("this CPU has only the generic kernel copy")
+    shape, traced = _traced("mlp")
+    feeds = _feeds(shape, 1)
+    _run(traced, feeds)
+    try:
+        _native.use("generic")
+        s, _ = _run(traced, feeds)
+        assert _stats(s)["misses"] == 1 and _stats(s)["hits"] == 0
+        s, _ = _run(traced, feeds)
+        assert _stats(s)["hits"] == 1
+    finally:
+        _native.use(before)
+    assert len(_files(cache_dir)) == 2
+
+
+def _corrupt(path, how, other=None):
+    data = bytearray(path.read_bytes())
+    if how == "truncated":
+        data = data[:len(data) // 2]
+    elif how == "header_byte":
+        data[40] ^= 0x20
+    elif how == "weights_byte":
+        data[-100] ^= 0x01  # inside the last array: the packed weights
+    elif how == "garbage":
+        data = bytearray(np.random.default_rng(0).integers(0, 256, 5000, dtype=np.uint8))
+    elif how == "empty":
+        data = bytearray()
+    elif how == "foreign":  # another entry's bytes under this entry's name
+        data = bytearray(other.read_bytes())
+    elif how == "magic_only":
+        data = bytearray(entry_file.MAGIC + (1 << 62).to_bytes(8, "little"))
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["truncated", "header_byte", "weights_byte", "garbage",
+                                 "empty", "foreign", "magic_only"])
+def test_a_bad_entry_is_ignored_and_rewritten(cache_dir, how):
+    shape, traced = _traced("mlp")
+    feeds = _feeds(shape, 2)
+    _, plain = _run(traced, feeds, cache=False)
+    _run(traced, _feeds(shape, 5))
+    other = _files(cache_dir)[0]
+    _run(traced, feeds)
+    path = next(p for p in _files(cache_dir) if p != other)
+    _corrupt(path, how, other)
+    s, got = _run(traced, feeds)
+    assert _stats(s)["rejected"] == 1 and _stats(s)["stored"] == 1, _stats(s)
+    np.testing.assert_array_equal(got["output"], plain["output"])
+    s, got = _run(traced, feeds)
+    assert _stats(s)["hits"] == 1
+    np.testing.assert_array_equal(got["output"], plain["output"])
+
+
+_WORKER = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import onemodel as om
+    model, x, out = om.load(sys.argv[1]), np.load(sys.argv[2]), sys.argv[3]
+    results = []
+    for i in range(4):  # new sessions: each looks the plan up again
+        s = om.Session(model, backend="compiled")
+        results.append(s.run({"input": x})["output"].numpy())
+    np.save(out, np.stack(results))
+""")
+
+
+def test_processes_writing_and_reading_at_once(cache_dir, tmp_path):
+    shape, traced = _traced("transformer")
+    traced.save(tmp_path / "m.onemodel")
+    x = models.feed(shape, 3)
+    np.save(tmp_path / "x.npy", x)
+    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(tmp_path / "m.onemodel"),
+                               str(tmp_path / "x.npy"), str(tmp_path / f"r{i}.npy")],
+                              stderr=subprocess.PIPE, env=os.environ) for i in range(4)]
+    for p in procs:
+        _, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err.decode()
+    ref = _run(traced, {"input": x}, cache=False)[1]["output"]
+    for i in range(4):
+        for r in np.load(tmp_path / f"r{i}.npy"):
+            np.testing.assert_array_equal(r, ref)
+    assert len(_files(cache_dir)) == 1
+    assert not [p for p in (cache_dir / "compiled").iterdir() if p.name.startswith(".")]
+    s, got = _run(traced, {"input": x})
+    assert _stats(s)["hits"] == 1
+    np.testing.assert_array_equal(got["output"], ref)
+
+
+def test_signatures_laid_out_differently_in_other_sessions(cache_dir):
+    """Each stored block was laid out by the session that stored it: loading one signature,
+    then another whose constants sit where this session's already are, lowers the second
+    anew instead of mixing the two layouts."""
+    shape, traced = _traced("folded")
+    a, b = _feeds((5, 6), 2), _feeds((7, 6), 2)
+    _run(traced, b)  # stores b's plan: its folded constant right after the weights
+    _run(traced, a)  # stores a's plan: its folded constant at the same offset
+    s = om.Session(traced, backend="compiled")
+    got_a = s.run(a)["output"].numpy()
+    got_b = s.run(b)["output"].numpy()
+    assert _stats(s)["hits"] == 1 and _stats(s)["misses"] == 1, _stats(s)
+    np.testing.assert_array_equal(got_a, _run(traced, a, cache=False)[1]["output"])
+    np.testing.assert_array_equal(got_b, _run(traced, b, cache=False)[1]["output"])
+
+
+def test_weight_block_adopt():
+    mine = WeightBlock()
+    mine.plain("w", np.arange(20, dtype=np.float32))
+    theirs = WeightBlock()
+    theirs.plain("w", np.arange(20, dtype=np.float32))
+    theirs.plain("v", np.full(5, 7, np.float32))
+    layout, data = theirs.snapshot()
+    assert mine.adopt(layout, data)  # ours is a part of theirs: their array is taken
+    assert mine.offset(("plain", "v"), lambda: 1 / 0) == theirs.offset(("plain", "v"), None)
+    np.testing.assert_array_equal(mine.array[32:37], 7)
+
+    other = WeightBlock()
+    other.plain("w", np.arange(20, dtype=np.float32))
+    other.plain("u", np.ones(3, np.float32))  # where theirs has "v"
+    assert not other.adopt(layout, data)
+    assert ("plain", "v") not in dict(other.snapshot()[0])
+
+    merged = WeightBlock()
+    merged.plain("w", np.arange(20, dtype=np.float32))
+    merged.plain("v", np.full(5, 7, np.float32))
+    extra = WeightBlock()
+    extra.plain("w", np.arange(20, dtype=np.float32))
+    extra.plain("v", np.full(5, 7, np.float32))
+    extra.plain("z", np.full(4, 9, np.float32))
+    e_layout, e_data = extra.snapshot()
+    mine2 = WeightBlock()
+    mine2.plain("w", np.arange(20, dtype=np.float32))
+    mine2.plain("q", np.zeros(2, np.float32))  # not in theirs: their new keys go past it
+    assert not mine2.adopt(e_layout, e_data)  # theirs has "v" where our "q" is
+    assert merged.adopt(e_layout, e_data)
+    np.testing.assert_array_equal(merged.array[48:52], 9)
+
+
+def test_the_cache_is_off_by_option_or_environment(cache_dir, monkeypatch):
+    shape, traced = _traced("mlp")
+    feeds = _feeds(shape, 1)
+    s, _ = _run(traced, feeds, cache=False)
+    assert s._compiled.plan_cache is None and not _files(cache_dir)
+    monkeypatch.setenv("ONEMODEL_CACHE", "off")
+    s, _ = _run(traced, feeds)
+    assert s._compiled.plan_cache is None and not _files(cache_dir)
+    s, _ = _run(traced, feeds, cache=True)  # the option wins over the environment
+    assert _stats(s)["stored"] == 1 and len(_files(cache_dir)) == 1
+    monkeypatch.setenv("ONEMODEL_CACHE", "sometimes")
+    with pytest.raises(disk.CacheSettingError, match="ONEMODEL_CACHE='sometimes'"):
+        om.Session(traced, backend="compiled")
+    with pytest.raises(CompiledOptionError, match="cache must be True, False or None"):
+        om.Session(traced, backend="compiled", cache="yes")
+
+
+def test_xdg_cache_home_is_the_default_place(tmp_path, monkeypatch):
+    monkeypatch.delenv("ONEMODEL_CACHE_DIR", raising=False)
+    monkeypatch.delenv("ONEMODEL_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    shape, traced = _traced("mlp")
+    _run(traced, _feeds(shape, 1))
+    assert len(_files(tmp_path / "xdg" / "onemodel")) == 1
+
+
+def test_an_unwritable_cache_does_not_fail_the_run(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("ONEMODEL_CACHE_DIR", str(blocker / "cache"))
+    shape, traced = _traced("mlp")
+    s, got = _run(traced, _feeds(shape, 1))
+    assert _stats(s)["stored"] == 0 and "NotADirectoryError" in _stats(s)["not_stored"]
+    np.testing.assert_array_equal(got["output"],
+                                  _run(traced, _feeds(shape, 1), cache=False)[1]["output"])
+
+
+def test_eviction_keeps_the_most_recent_within_the_bound(cache_dir, monkeypatch):
+    shape, traced = _traced("mlp")
+    _run(traced, _feeds(shape, 1))
+    one = _files(cache_dir)[0].stat().st_size
+    monkeypatch.setenv("ONEMODEL_CACHE_MAX_MB", str(2.5 * one / (1 << 20)))
+    for batch in (2, 3, 4):
+        _run(traced, _feeds(shape, batch))
+    assert len(_files(cache_dir)) == 2
+    s, _ = _run(traced, _feeds(shape, 4))  # the latest is kept
+    assert _stats(s)["hits"] == 1
+    s, _ = _run(traced, _feeds(shape, 1))  # the oldest went
+    assert _stats(s)["misses"] == 1
+
+
+def test_an_op_registered_at_run_time_is_not_cached(cache_dir):
+    from onemodel.registry import OpDef, OpTraits, Pointwise, Sample, hookimpl
+
+    op = OpDef(name="cache_test_twice", inputs=("x",), params={}, kernel=lambda x: x * 2,
+               infer=lambda x: x, vjp=None,
+               samples=lambda rng: [Sample(args=(rng.standard_normal(3),), grad=False)],
+               traits=OpTraits(pointwise=Pointwise(formula="x * 2")))
+
+    class Plugin:
+        @hookimpl
+        def onemodel_ops(self):
+            return (op,)
+
+    name = om.registry.register(Plugin(), "cache-test-twice")
+    try:
+        traced = om.trace(lambda x: om.ops.cache_test_twice(x),
+                          Tensor.from_numpy(np.ones((2, 3), np.float32)), "batch", None)
+        s, got = _run(traced, {"input": np.ones((2, 3), np.float32)})
+        np.testing.assert_array_equal(got["output"], 2)
+        assert not _files(cache_dir) and "registered at run time" in _stats(s)["not_stored"]
+    finally:
+        om.registry.unregister(name)
+
+
+def test_a_value_the_codec_cannot_store_means_no_entry(cache_dir, monkeypatch):
+    class Opaque:
+        pass
+
+    original = Lowering._lower
+
+    def lower(self):
+        original(self)
+        self.extra = Opaque()
+
+    monkeypatch.setattr(Lowering, "_lower", lower)
+    shape, traced = _traced("mlp")
+    s, got = _run(traced, _feeds(shape, 1))
+    assert not _files(cache_dir) and "Opaque" in _stats(s)["not_stored"]
+    with pytest.raises(plan_codec.NotCacheable):
+        plan_codec.encode_value(Opaque())
+
+
+@attrs.frozen
+class _Foreign:
+    x: int = 1
+
+
+def test_the_codec_round_trips_values_and_refuses_others():
+    values = [None, True, 3, -0.0, float("inf"), "s", (1, (2,)), [1, [2]], {"a": (1, 2), 3: 4},
+              {1, 2}, frozenset({"a"}), slice(1, None, 2), Ellipsis, np.float32(1.5),
+              np.dtype(np.int64), om.DType.F32]
+    for v in values:
+        back = plan_codec.decode_value(json.loads(json.dumps(plan_codec.encode_value(v))))
+        assert back == v and type(back) is type(v), (v, back)
+    nan = plan_codec.decode_value(json.loads(json.dumps(plan_codec.encode_value(float("nan")))))
+    assert np.isnan(nan)
+    for bad in (object(), _Foreign(), lambda: 0, np.array([object()])):
+        with pytest.raises(plan_codec.NotCacheable):
+            plan_codec.encode_value(bad)
+    for bad in ({"O": ["os", "system", []]}, {"O": ["onemodel_backend_compiled.lower", "np", []]},
+                {"K": ["numpy", "relu"]}, {"X": 1}, {"A": [0, True]}, [1, 2]):
+        with pytest.raises(plan_codec.BadEntry):
+            plan_codec.decode_value(bad)
