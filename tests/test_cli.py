@@ -29,7 +29,8 @@ def model_files(tmp_path_factory):
     return tmp, expected
 
 
-@pytest.mark.parametrize("command", ["", "ops", "plugins", "info", "show", "convert", "run", "bench"])
+@pytest.mark.parametrize("command", ["", "ops", "plugins", "info", "show", "convert", "run", "bench",
+                                     "cache"])
 def test_help_everywhere(command):
     code, out, _ = cli(*([command] if command else []), "--help")
     assert code == 0 and "usage: onemodel" in out

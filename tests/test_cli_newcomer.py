@@ -53,7 +53,7 @@ TABLE_COMMANDS = [
     ["ops"], ["ops", "--long"], ["ops", "layer_norm", "dropout"], ["plugins"],
     ["info", "{m}"], ["info", "{onnx}"],
     ["bench", "{m}", "--runs", "1", "--warmup", "0", "--no-ort"],
-    ["run", "{m}", "--input", "input={x}"],
+    ["run", "{m}", "--input", "input={x}"], ["cache"],
 ]
 
 
@@ -67,7 +67,7 @@ def test_tables_fit_80_columns(files, capsys, monkeypatch, args):
 
 
 @pytest.mark.parametrize("command", ["", "ops", "plugins", "info", "show", "convert", "run",
-                                     "bench"])
+                                     "bench", "cache"])
 def test_help_fits_80_columns(capsys, monkeypatch, command):
     code, out, _ = run_cli(capsys, monkeypatch, *([command] if command else []), "--help")
     assert code == 0 and widest(out) <= 80

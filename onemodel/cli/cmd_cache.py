@@ -4,12 +4,12 @@ from __future__ import annotations
 import json
 import time
 
-from ._table import render, wrap_text
+from ._table import render
 
 EPILOG = """examples:
-  onemodel cache                 the folder, whether the cache is on, entries and bytes
-  onemodel cache --json          the same for programs
-  onemodel cache clear           remove every entry
+  onemodel cache           the folder, whether it is on, entries and bytes
+  onemodel cache --json    the same for programs
+  onemodel cache clear     remove every entry
 
 Backends keep there what is costly to rebuild in a new process (the compiled backend: each
 shape signature's lowered plan and packed weights). The folder is $ONEMODEL_CACHE_DIR, else
@@ -69,9 +69,9 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
-    state = "on" if info["enabled"] else "off (ONEMODEL_CACHE)"
-    print(wrap_text(f"cache: {info['location']} ({state}; at most "
-                    f"{_human(info['max_bytes_per_backend'])} per backend)", " " * 4))
+    print(f"folder:  {info['location']}")
+    print(f"setting: {'on' if info['enabled'] else 'off (ONEMODEL_CACHE)'}, at most "
+          f"{_human(info['max_bytes_per_backend'])} per backend")
     if not spaces:
         print("no entries")
         return 0
