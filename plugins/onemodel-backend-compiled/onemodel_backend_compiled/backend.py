@@ -1,8 +1,12 @@
-"""The "compiled" backend: ``om.Session(model, backend="compiled", threads=None, max_plans=32)``.
+"""The "compiled" backend: ``om.Session(model, backend="compiled", threads=None, max_plans=32,
+cache=None)``.
 
 ``compile(graph)`` packs the graph's weights once (GEMM panels) into a `WeightBlock` shared by
 every shape signature; each signature is lowered (`lower.Lowering`, milliseconds, no C compiler)
-into native segments run by the kernel library built at install time. ``threads`` (default 1)
+into native segments run by the kernel library built at install time. ``cache`` (None: on unless
+``ONEMODEL_CACHE=0``) keeps each signature's plan and the packed weights on disk
+(`plan_cache`), so a new process loads them instead; packing then waits for the first signature
+the cache does not hold. ``threads`` (default 1)
 bounds BLAS for ops that fall back to numpy; the native kernels are single-threaded. The backend
 declares ``threads`` so the session does not bound BLAS around a run itself: a plan that is all
 native code never calls BLAS, and one with numpy steps bounds it here (2-3 us a run saved).

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
 import os
 import struct
 import zlib
@@ -27,6 +28,8 @@ FORMAT = 1
 ALIGN = 64
 #: a header larger than this is not one of ours
 MAX_HEADER = 64 << 20
+#: arrays from this size on are memory-mapped (read-only) instead of read into new memory
+MAP_MIN = 1 << 20
 DTYPES = frozenset(np.dtype(t).str for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
     np.float16, np.float32, np.float64))
@@ -122,10 +125,14 @@ def _read_array(f, spec, base: int, size: int) -> np.ndarray:
     if math.prod(shape) * dt.itemsize != nbytes or offset % ALIGN \
             or base + offset + nbytes > size:
         raise EntryError("array record does not fit the file")
-    a = np.empty(shape, dt)
-    f.seek(base + offset)
-    if nbytes and f.readinto(_bytes(a)) != nbytes:
-        raise EntryError("truncated array")
+    if nbytes >= MAP_MIN:  # mapped read-only: pages shared with the page cache, no copy
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        a = np.frombuffer(mm, dt, math.prod(shape), base + offset).reshape(shape)
+    else:
+        a = np.empty(shape, dt)
+        f.seek(base + offset)
+        if nbytes and f.readinto(_bytes(a)) != nbytes:
+            raise EntryError("truncated array")
     if zlib.crc32(_bytes(a)) != crc:
         raise EntryError("array checksum mismatch")
     return a

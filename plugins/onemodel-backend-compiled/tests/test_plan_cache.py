@@ -270,6 +270,26 @@ def test_a_bad_entry_is_ignored_and_rewritten(cache_dir, how):
     np.testing.assert_array_equal(got["output"], plain["output"])
 
 
+@pytest.mark.parametrize("how", ["none", "weights_byte", "truncated"])
+def test_mapped_weights(cache_dir, monkeypatch, how):
+    """Large arrays (the packed weights) are memory-mapped, not read: same checks, same
+    results, and a plan that lowers a new signature after loading one still works."""
+    monkeypatch.setattr(entry_file, "MAP_MIN", 0)
+    shape, traced = _traced("folded")
+    feeds = _feeds(shape, 2)
+    _, plain = _run(traced, feeds, cache=False)
+    _run(traced, feeds)
+    if how != "none":
+        _corrupt(_files(cache_dir)[0], how)
+    s, got = _run(traced, feeds)
+    assert _stats(s)["hits" if how == "none" else "rejected"] == 1, _stats(s)
+    assert s._compiled.weights.array.flags.writeable is (how != "none")
+    np.testing.assert_array_equal(got["output"], plain["output"])
+    other = _feeds((9, 6), 2)  # lowered in this session: new constants past the mapped block
+    np.testing.assert_array_equal(s.run(other)["output"].numpy(),
+                                  _run(traced, other, cache=False)[1]["output"])
+
+
 _WORKER = textwrap.dedent("""
     import sys
     import numpy as np
