@@ -72,7 +72,8 @@ def _stat_line(path: str) -> bytes:
 def _canon(v) -> str:
     """Params as text that changes when they do (arrays by digest, not numpy's short repr)."""
     if isinstance(v, np.ndarray):
-        return f"array({v.dtype.str},{v.shape},{hashlib.sha256(_bytes(v)).hexdigest()})"
+        order, data = _layout_bytes(v)
+        return f"array({v.dtype.str},{v.shape},{order},{hashlib.sha256(data).hexdigest()})"
     if isinstance(v, (tuple, list)):
         inner = ",".join(_canon(x) for x in v)
         return f"({inner})" if isinstance(v, tuple) else f"[{inner}]"
@@ -84,6 +85,14 @@ def _canon(v) -> str:
     if callable(v) and not isinstance(v, type):  # by name and source file, not address
         return _kernel_id(v)
     return f"{type(v).__name__}:{format_param(v)}"
+
+
+def _layout_bytes(a: np.ndarray) -> tuple[str, object]:
+    """An array's memory as bytes without a copy where it is contiguous in either order (the
+    order is hashed too; ONNX imports keep transposed weights as Fortran-ordered views)."""
+    if not a.flags.c_contiguous and a.flags.f_contiguous:
+        return "F", _bytes(a.T)
+    return "C", _bytes(a)
 
 
 def _bytes(a: np.ndarray):
@@ -126,8 +135,9 @@ def graph_digest(graph, ops, numpy_kernels) -> str | None:
     h.update(f"out {graph.outputs!r}\n".encode())
     for name in sorted(graph.initializers):
         a = np.asarray(graph.initializers[name])
-        h.update(f"const {name} {a.dtype.str} {a.shape} ".encode())
-        h.update(hashlib.sha256(_bytes(a)).digest())
+        order, data = _layout_bytes(a)
+        h.update(f"const {name} {a.dtype.str} {a.shape} {order} ".encode())
+        h.update(hashlib.sha256(data).digest())
     return h.hexdigest()
 
 
