@@ -143,14 +143,14 @@ def test_cli_cache_shows_and_clears(folder):
     assert code == 0, err
     rows = [ln.split() for ln in out.splitlines()]
     assert rows[2] == ["backend", "entries", "size", "last", "used"]
-    assert rows[4][:2] == ["compiled", "1"] and all(len(ln) <= 80 for ln in out.splitlines()[2:])
+    assert rows[4][:2] == ["compiled", "2"] and all(len(ln) <= 80 for ln in out.splitlines()[2:])
     code, out, err = cli("cache", "--json")
     data = json.loads(out)
     assert data["location"] == str(folder) and data["enabled"] is True
-    assert data["namespaces"]["compiled"]["entries"] == 1
-    assert data["namespaces"]["compiled"]["bytes"] == cache.entries()[0].bytes
+    assert data["namespaces"]["compiled"]["entries"] == 2  # the plan and its weight block
+    assert data["namespaces"]["compiled"]["bytes"] == sum(e.bytes for e in cache.entries())
     code, out, err = cli("cache", "clear")
-    assert code == 0 and out.strip() == f"removed 1 file from {folder}"
+    assert code == 0 and out.strip() == f"removed 2 files from {folder}"
     assert cache.entries() == []
     code, out, err = cli("cache", "clear", "--json")
     assert json.loads(out) == {"location": str(folder), "removed_files": 0}

@@ -1,6 +1,7 @@
 """The compiled backend's on-disk plan cache: one entry per graph and shape signature holding
-the lowered plan (`plan_codec`) and the packed weight block it reads, so a new process skips
-lowering and weight packing (the costs of a first run; see docs/guide/backends.md).
+the lowered plan (`plan_codec`), and one file per packed weight block it reads (shared by the
+signatures whose blocks are laid out alike), so a new process skips lowering and weight packing
+(the costs of a first run; see docs/guide/backends.md).
 
 The key is a SHA-256 of everything an entry depends on: the graph (structure, params, types,
 guards, outputs, and a SHA-256 of every constant's bytes), the sizes of the symbolic axes, the
@@ -29,6 +30,8 @@ from . import _native, entry_file, plan_codec
 from .plan import NativePlan
 
 NAMESPACE = "compiled"
+#: packed weight blocks are files of their own (``w-<key>``), shared by the plans that read them
+WEIGHTS_PREFIX = "w-"
 #: bump when what an entry means changes in a way the code digest would not show
 SCHEMA = 1
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -168,18 +171,33 @@ class PlanCache:
         return hashlib.sha256(text.encode()).hexdigest()
 
     @staticmethod
-    def path(key: str) -> str:
-        return os.path.join(disk.namespace_dir(NAMESPACE), key[:40] + disk.SUFFIX)
+    def path(key: str, prefix: str = "") -> str:
+        return os.path.join(disk.namespace_dir(NAMESPACE), prefix + key[:40] + disk.SUFFIX)
+
+    def weights_key(self, ng, layout_json: str) -> str:
+        """The key of a packed weight block: what it was packed from (the graph, the code) and
+        its layout, so the signatures of a session that share one share its file."""
+        text = json.dumps([code_digest(), self.digest(ng), layout_json])
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def load(self, ng, env, output_names) -> NativePlan | None:
         """The stored plan of this signature, bound to ``ng``'s weight block, or None."""
         key = self.key(ng, env, output_names)
         if key is None:
             return None
-        path = self.path(key)
+        path, wpath = self.path(key), None
         try:
             body, arrays = entry_file.read(path, key)
-            plan = self._restore(ng, env, body, arrays)
+            if not isinstance(body, dict) or set(body) != {"plan", "layout"}:
+                raise plan_codec.BadEntry("malformed body")
+            wkey = self.weights_key(ng, json.dumps(body["layout"]))
+            wpath = self.path(wkey, WEIGHTS_PREFIX)
+            try:
+                _, (data,) = entry_file.read(wpath, wkey)
+            except (entry_file.EntryError, ValueError) as exc:
+                _remove(wpath)  # a bad block: the next store writes it again
+                raise entry_file.EntryError(f"weights: {exc}") from None
+            plan = self._restore(ng, env, body, arrays, data)
         except FileNotFoundError:
             plan = None
         except (entry_file.EntryError, plan_codec.BadEntry, OSError, ValueError, TypeError,
@@ -192,13 +210,11 @@ class PlanCache:
             return None
         self.stats["hits"] += 1
         disk.touch(path)
+        disk.touch(wpath)
         return plan
 
-    def _restore(self, ng, env, body, arrays) -> NativePlan | None:
-        if not isinstance(body, dict) or not arrays or set(body) != {"plan", "layout"}:
-            raise plan_codec.BadEntry("malformed body")
+    def _restore(self, ng, env, body, arrays, data) -> NativePlan | None:
         layout = plan_codec.decode_value(body["layout"])
-        data = arrays[-1]
         if data.dtype != np.float32 or data.ndim != 1 or not isinstance(layout, list) or any(
                 not isinstance(p, tuple) or len(p) != 2 or type(p[1]) is not int
                 or not 0 <= p[1] <= data.size for p in layout):
@@ -207,7 +223,7 @@ class PlanCache:
             return None  # this session's block was laid out otherwise: lower anew
         from .rules import RULES
 
-        lw = plan_codec.decode(body["plan"], arrays[:-1], self.graph, env, ng.weights, ng.ops,
+        lw = plan_codec.decode(body["plan"], arrays, self.graph, env, ng.weights, ng.ops,
                                RULES, ng.numpy_kernels)
         plan = NativePlan(lw, ng.weights)
         head, _, rest = plan.source.partition("\n")
@@ -215,26 +231,40 @@ class PlanCache:
         return plan
 
     def store(self, ng, env, output_names, lw) -> None:
-        """Save the plan just lowered; never raises for a reason of the cache's own."""
+        """Save the plan just lowered, and the weight block unless a file holds it already;
+        never raises for a reason of the cache's own."""
         key = self.key(ng, env, output_names)
         if key is None:
             return
         try:
             body, arrays = plan_codec.encode(lw)
             layout, data = ng.weights.snapshot()
-            chunks = entry_file.encode(key, {"plan": body,
-                                             "layout": plan_codec.encode_value(layout)},
-                                       arrays + [data])
+            layout_value = plan_codec.encode_value(layout)
+            wkey = self.weights_key(ng, json.dumps(layout_value))
+            chunks = entry_file.encode(key, {"plan": body, "layout": layout_value}, arrays)
         except (plan_codec.NotCacheable, entry_file.EntryError) as exc:
             self.stats["not_stored"] = str(exc)
             return
         try:
+            wpath = self.path(wkey, WEIGHTS_PREFIX)
+            if os.path.exists(wpath):
+                disk.touch(wpath)  # used again: eviction keeps it past the plans it serves
+            else:
+                disk.write_entry(NAMESPACE, os.path.basename(wpath),
+                                 entry_file.encode(wkey, {"floats": int(data.size)}, [data]))
             disk.write_entry(NAMESPACE, os.path.basename(self.path(key)), chunks)
             disk.evict(NAMESPACE)
         except OSError as exc:  # read-only, full, removed meanwhile: no entry this time
             self.stats["not_stored"] = f"{type(exc).__name__}: {exc}"
             return
         self.stats["stored"] += 1
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 __all__ = ["PlanCache", "code_digest", "graph_digest", "NAMESPACE"]

@@ -59,9 +59,11 @@ class WeightBlock:
 
     # -- the plan cache (plan_cache.py) ----------------------------------------------------------
     def snapshot(self) -> tuple[list, np.ndarray]:
-        """``(layout, data)``: every key with its offset, and the block's used floats."""
+        """``(layout, data)``: every key with its offset, and the block's used floats (a view:
+        what an array holds below the used size is never written again; growing makes a new
+        array)."""
         with self._lock:
-            return list(self._offsets.items()), self.array[:self._size].copy()
+            return list(self._offsets.items()), self.array[:self._size]
 
     def adopt(self, layout, data: np.ndarray) -> bool:
         """Take in a stored block (what `snapshot` returned in another process, for the same

@@ -36,7 +36,14 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 def _files(folder):
-    return sorted((folder / "compiled").glob("*" + disk.SUFFIX))
+    """The plan entries (one per graph and signature)."""
+    return sorted(p for p in (folder / "compiled").glob("*" + disk.SUFFIX)
+                  if not p.name.startswith("w-"))
+
+
+def _weights(folder):
+    """The packed weight blocks (shared by the plans laid out alike)."""
+    return sorted((folder / "compiled").glob("w-*" + disk.SUFFIX))
 
 
 def _stats(session):
@@ -127,6 +134,8 @@ def test_a_new_session_loads_the_plan_with_identical_results(cache_dir, name, is
         for k in ref:
             np.testing.assert_array_equal(again[k].numpy(), ref[k].numpy())
     assert len(_files(cache_dir)) == 2  # one per batch size
+    # one weight block for both, unless a value folded per signature is in it
+    assert len(_weights(cache_dir)) == (2 if name == "folded" else 1)
 
 
 def test_a_new_process_loads_the_plan(cache_dir, tmp_path):
@@ -248,11 +257,15 @@ def _corrupt(path, how, other=None):
         data = bytearray(other.read_bytes())
     elif how == "magic_only":
         data = bytearray(entry_file.MAGIC + (1 << 62).to_bytes(8, "little"))
+    elif how == "weights_missing":
+        for w in _weights(path.parent.parent):
+            w.unlink()
+        return
     path.write_bytes(bytes(data))
 
 
 @pytest.mark.parametrize("how", ["truncated", "header_byte", "weights_byte", "garbage",
-                                 "empty", "foreign", "magic_only"])
+                                 "empty", "foreign", "magic_only", "weights_missing"])
 def test_a_bad_entry_is_ignored_and_rewritten(cache_dir, how):
     shape, traced = _traced("mlp")
     feeds = _feeds(shape, 2)
@@ -261,13 +274,17 @@ def test_a_bad_entry_is_ignored_and_rewritten(cache_dir, how):
     other = _files(cache_dir)[0]
     _run(traced, feeds)
     path = next(p for p in _files(cache_dir) if p != other)
+    if how == "weights_byte":
+        path, = _weights(cache_dir)  # shared by both signatures
     _corrupt(path, how, other)
     s, got = _run(traced, feeds)
-    assert _stats(s)["rejected"] == 1 and _stats(s)["stored"] == 1, _stats(s)
+    assert _stats(s)["rejected" if how != "weights_missing" else "misses"] == 1, _stats(s)
+    assert _stats(s)["stored"] == 1, _stats(s)
     np.testing.assert_array_equal(got["output"], plain["output"])
     s, got = _run(traced, feeds)
     assert _stats(s)["hits"] == 1
     np.testing.assert_array_equal(got["output"], plain["output"])
+    assert len(_weights(cache_dir)) == 1
 
 
 @pytest.mark.parametrize("how", ["none", "weights_byte", "truncated"])
@@ -280,7 +297,7 @@ def test_mapped_weights(cache_dir, monkeypatch, how):
     _, plain = _run(traced, feeds, cache=False)
     _run(traced, feeds)
     if how != "none":
-        _corrupt(_files(cache_dir)[0], how)
+        _corrupt(_weights(cache_dir)[0], how)
     s, got = _run(traced, feeds)
     assert _stats(s)["hits" if how == "none" else "rejected"] == 1, _stats(s)
     assert s._compiled.weights.array.flags.writeable is (how != "none")
@@ -318,7 +335,7 @@ def test_processes_writing_and_reading_at_once(cache_dir, tmp_path):
     for i in range(4):
         for r in np.load(tmp_path / f"r{i}.npy"):
             np.testing.assert_array_equal(r, ref)
-    assert len(_files(cache_dir)) == 1
+    assert len(_files(cache_dir)) == 1 and len(_weights(cache_dir)) == 1
     assert not [p for p in (cache_dir / "compiled").iterdir() if p.name.startswith(".")]
     s, got = _run(traced, {"input": x})
     assert _stats(s)["hits"] == 1
@@ -414,11 +431,12 @@ def test_an_unwritable_cache_does_not_fail_the_run(tmp_path, monkeypatch):
 def test_eviction_keeps_the_most_recent_within_the_bound(cache_dir, monkeypatch):
     shape, traced = _traced("mlp")
     _run(traced, _feeds(shape, 1))
-    one = _files(cache_dir)[0].stat().st_size
-    monkeypatch.setenv("ONEMODEL_CACHE_MAX_MB", str(2.5 * one / (1 << 20)))
+    plan = _files(cache_dir)[0].stat().st_size
+    block = _weights(cache_dir)[0].stat().st_size
+    monkeypatch.setenv("ONEMODEL_CACHE_MAX_MB", str((block + 2.5 * plan) / (1 << 20)))
     for batch in (2, 3, 4):
         _run(traced, _feeds(shape, batch))
-    assert len(_files(cache_dir)) == 2
+    assert len(_files(cache_dir)) == 2 and len(_weights(cache_dir)) == 1  # used by each store
     s, _ = _run(traced, _feeds(shape, 4))  # the latest is kept
     assert _stats(s)["hits"] == 1
     s, _ = _run(traced, _feeds(shape, 1))  # the oldest went
