@@ -52,6 +52,8 @@ class CompiledBackend:
                                       f"got {cache!r}")
         #: the on-disk plan cache (plan_cache.py): None follows $ONEMODEL_CACHE
         self.cache = disk_cache.enabled() if cache is None else cache
+        if self.cache:
+            disk_cache.max_bytes()  # a bad ONEMODEL_CACHE_MAX_MB is named now, not at a run
 
     def compile(self, graph) -> "NativeGraph":
         return NativeGraph(graph, self)

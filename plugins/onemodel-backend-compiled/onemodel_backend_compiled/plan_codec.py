@@ -27,7 +27,7 @@ PACKAGE = __name__.rpartition(".")[0]
 #: rebuilt from the session (graph, weights, registry) or only used while lowering
 SKIP = frozenset({"graph", "weights", "ops", "rules", "numpy_kernels", "types", "consts",
                   "current", "uses", "last_use", "alloc_refs", "alloc_span", "temps", "accs",
-                  "absorbed", "fused", "_next_alloc", "direct_ok", "_snapshot_cache"})
+                  "absorbed", "fused", "_next_alloc", "direct_ok"})
 
 
 class NotCacheable(Exception):
@@ -198,7 +198,8 @@ class _Decoder:
             names = {f.name for f in attrs.fields(cls)} if attrs.has(cls) else None
             for pair in _list(fields):
                 k, val = _pair(pair)
-                if not isinstance(k, str) or (names is not None and k not in names):
+                if not isinstance(k, str) or k.startswith("__") or (
+                        names is not None and k not in names):
                     raise BadEntry(f"no field {k!r} in {qualname}")
                 object.__setattr__(obj, k, self(val))
             if names is not None and len(fields) != len(names):
@@ -252,7 +253,7 @@ def decode(body, arrays, graph, env, weights, ops, rules, numpy_kernels) -> Lowe
     lw.types = {name: TensorType(v.type.dtype, tuple(evaluate(d, env) for d in v.type.shape))
                 for name, v in graph.values.items()}
     for k, v in body["fields"].items():
-        if k in SKIP or k.startswith("__"):
+        if k in SKIP or k.startswith("__") or hasattr(Lowering, k):  # data, never a method
             raise BadEntry(f"field {k!r} is not stored")
         setattr(lw, k, dec(v))
     lw.consts = dict(graph.initializers)

@@ -406,6 +406,10 @@ def test_the_cache_is_off_by_option_or_environment(cache_dir, monkeypatch):
         om.Session(traced, backend="compiled")
     with pytest.raises(CompiledOptionError, match="cache must be True, False or None"):
         om.Session(traced, backend="compiled", cache="yes")
+    monkeypatch.setenv("ONEMODEL_CACHE", "1")
+    monkeypatch.setenv("ONEMODEL_CACHE_MAX_MB", "a lot")
+    with pytest.raises(disk.CacheSettingError, match="ONEMODEL_CACHE_MAX_MB='a lot'"):
+        om.Session(traced, backend="compiled")
 
 
 def test_xdg_cache_home_is_the_default_place(tmp_path, monkeypatch):
@@ -502,7 +506,9 @@ def test_the_codec_round_trips_values_and_refuses_others():
     for bad in (object(), _Foreign(), lambda: 0, np.array([object()])):
         with pytest.raises(plan_codec.NotCacheable):
             plan_codec.encode_value(bad)
+    arena = {"O": ["onemodel_backend_compiled.arena", "Arena", [["__class__", 1]]]}
     for bad in ({"O": ["os", "system", []]}, {"O": ["onemodel_backend_compiled.lower", "np", []]},
+                arena,
                 {"K": ["numpy", "relu"]}, {"X": 1}, {"A": [0, True]}, [1, 2]):
         with pytest.raises(plan_codec.BadEntry):
             plan_codec.decode_value(bad)
