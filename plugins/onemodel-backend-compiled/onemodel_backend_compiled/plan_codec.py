@@ -133,8 +133,12 @@ class _Decoder:
             raise BadEntry(f"unexpected {type(v).__name__} in the body")
         (tag, x), = v.items()
         if tag == "T":
-            return tuple(self(i) for i in _list(x))
+            if isinstance(x, list) and all(type(i) is int for i in x):  # shapes, strides
+                return tuple(x)
+            return tuple([self(i) for i in _list(x)])
         if tag == "L":
+            if isinstance(x, list) and all(type(i) is int for i in x):  # instructions
+                return x
             return [self(i) for i in _list(x)]
         if tag == "D":
             return {self(_pair(p)[0]): self(p[1]) for p in _list(x)}
