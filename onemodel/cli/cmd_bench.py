@@ -27,12 +27,13 @@ takes 16 unless --dim NAME=SIZE says otherwise. Each backend runs --warmup times
 median relative to the fastest, and the cold costs: "session" is creating the session
 (optimisation passes, a backend's weight packing) and "first run" the first run, which
 prepares the plan for this shape signature (on "compiled": lowering it to native
-instructions, Python only, no compiler) before running it. --cold also times, in a fresh
+instructions, Python only, no compiler, and packing the weights, or loading both from the
+on-disk cache) before running it. --cold also times, in a fresh
 Python process per backend, importing onemodel, loading the file, creating the session and the
-first run, over a new, empty on-disk cache; when the backend stored something there (the
-compiled backend's plans), a second fresh process is timed too ("cached"). When onnxruntime is installed the model also runs there (with 1
-and with --threads intra-op threads, every graph optimisation on); a .onemodel file is exported
-to ONNX for it first. Each session runs with its own thread setting, as in `make demo` and the
+first run, over a new, empty on-disk cache; when the backend stored something there (its
+lowered plans), a second fresh process is timed too ("cached"). When onnxruntime is installed
+the model also runs there (with 1 and with --threads intra-op threads, every graph
+optimisation on); a .onemodel file is exported to ONNX for it first. Each session runs with its own thread setting, as in `make demo` and the
 benchmark suite: --threads N for every backend, else each backend's default (numpy 1,
 threaded every core), BLAS bounded inside each run; the output says which.
 """

@@ -11,8 +11,8 @@ EPILOG = """examples:
   onemodel cache --json    the same for programs
   onemodel cache clear     remove every entry
 
-Backends keep there what is costly to rebuild in a new process (the compiled backend: each
-shape signature's lowered plan and packed weights). The folder is $ONEMODEL_CACHE_DIR, else
+Backends keep there what is costly to rebuild in a new process (such as a shape
+signature's lowered plan and packed weights). The folder is $ONEMODEL_CACHE_DIR, else
 $XDG_CACHE_HOME/onemodel, else ~/.cache/onemodel; ONEMODEL_CACHE=0 turns the cache off and
 ONEMODEL_CACHE_MAX_MB bounds each backend's part (default 1024; the entries used least recently
 go first). clear removes only the cache's own files (*.omcache).
