@@ -21,6 +21,7 @@ from onemodel import cache as disk_cache
 from onemodel.core.plan import CompiledGraph
 from onemodel.errors import OneModelError
 
+from .arena import ALIGN
 from .lower import Lowering
 from .plan import NativePlan
 from .plan_cache import PlanCache
@@ -78,6 +79,10 @@ class NativeGraph(CompiledGraph):
 
     def _pack(self, graph) -> None:
         """Pre-pack the constant weights of linear layers now, not at the first run."""
+        if self.weights.array.size <= ALIGN:  # the first time: room for every float constant
+            self.weights.reserve(sum(int(np.size(a)) + 2 * ALIGN
+                                     for a in graph.initializers.values()
+                                     if np.asarray(a).dtype == np.float32) * 5 // 4)
         for node in graph.nodes:
             if node.op in ("linear", "fused_linear") and len(node.inputs) > 1:
                 w = node.inputs[1]

@@ -47,6 +47,16 @@ class WeightBlock:
                 self._offsets[key] = off
             return off
 
+    def reserve(self, floats: int) -> None:
+        """Room for ``floats`` in all, made once: packing a large model then writes each entry
+        once instead of copying the block at every doubling (untouched room costs no memory:
+        np.zeros maps pages only when written)."""
+        with self._lock:
+            if floats > self.array.size:
+                arr = np.zeros(int(floats), np.float32)
+                arr[:self._size] = self.array[:self._size]
+                self.array = arr
+
     def plain(self, name: str, value: np.ndarray) -> int:
         return self.offset(("plain", name), lambda: value.astype(np.float32))
 
