@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 import attrs
 

@@ -62,7 +62,8 @@ def test_bad_settings_are_named(monkeypatch):
 
 def test_write_entry_is_whole_and_private(folder):
     path = cache.write_entry("ns", "a" + cache.SUFFIX, [b"hello ", b"world"])
-    assert open(path, "rb").read() == b"hello world"
+    with open(path, "rb") as f:
+        assert f.read() == b"hello world"
     assert os.stat(folder / "ns").st_mode & 0o777 == 0o700
     assert os.listdir(folder / "ns") == ["a" + cache.SUFFIX]  # no temporary file left
 
@@ -72,7 +73,8 @@ def test_write_entry_is_whole_and_private(folder):
 
     with pytest.raises(OSError, match="disk full"):
         cache.write_entry("ns", "a" + cache.SUFFIX, failing())
-    assert open(path, "rb").read() == b"hello world"  # the old entry is untouched
+    with open(path, "rb") as f:
+        assert f.read() == b"hello world"  # the old entry is untouched
     assert os.listdir(folder / "ns") == ["a" + cache.SUFFIX]
 
 

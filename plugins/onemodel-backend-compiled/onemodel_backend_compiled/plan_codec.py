@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import sys
+from types import MappingProxyType
 
 import attrs
 import numpy as np
@@ -240,8 +241,10 @@ def decode_value(v):
 
 
 class _EMPTY_GRAPH:
-    initializers: dict = {}
-    nodes: tuple = ()
+    """No graph: for values that refer to none (no nodes, no constants)."""
+
+    initializers = MappingProxyType({})
+    nodes = ()
 
 
 def decode(body, arrays, graph, env, weights, ops, rules, numpy_kernels) -> Lowering:

@@ -12,14 +12,14 @@ import textwrap
 import attrs
 import numpy as np
 import pytest
-
-import onemodel as om
-from onemodel import Tensor
-from onemodel import cache as disk
 from onemodel_backend_compiled import _native, entry_file, plan_codec
 from onemodel_backend_compiled.backend import CompiledOptionError
 from onemodel_backend_compiled.lower import Lowering
 from onemodel_backend_compiled.weights import WeightBlock
+
+import onemodel as om
+from onemodel import Tensor
+from onemodel import cache as disk
 from tests import session_models as models
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -167,7 +167,7 @@ def test_a_new_process_loads_the_plan(cache_dir, tmp_path):
 
 def _with_initializer(traced, change):
     g = traced.graph
-    name = sorted(g.initializers)[0]
+    name = min(g.initializers)
     inits = dict(g.initializers)
     inits[name] = change(np.array(inits[name]))
     return g.replace(initializers=inits)
@@ -380,7 +380,7 @@ def test_signatures_laid_out_differently_in_other_sessions(cache_dir):
     """Each stored block was laid out by the session that stored it: loading one signature,
     then another whose constants sit where this session's already are, lowers the second
     anew instead of mixing the two layouts."""
-    shape, traced = _traced("folded")
+    _, traced = _traced("folded")
     a, b = _feeds((5, 6), 2), _feeds((7, 6), 2)
     _run(traced, b)  # stores b's plan: its folded constant right after the weights
     _run(traced, a)  # stores a's plan: its folded constant at the same offset
@@ -519,6 +519,8 @@ def test_a_value_the_codec_cannot_store_means_no_entry(cache_dir, monkeypatch):
     shape, traced = _traced("mlp")
     s, got = _run(traced, _feeds(shape, 1))
     assert not _files(cache_dir) and "Opaque" in _stats(s)["not_stored"]
+    np.testing.assert_array_equal(got["output"],
+                                  _run(traced, _feeds(shape, 1), cache=False)[1]["output"])
     with pytest.raises(plan_codec.NotCacheable):
         plan_codec.encode_value(Opaque())
 
