@@ -732,6 +732,8 @@ static void SFX(conv1x1_gemm)(const int64_t *f, float **bufs) {
         SFX(act_rows)(act, (float)d0, (float)d1, out, Nn * Cout * HW);
 }
 
+#include "om_conv_gemm.h"
+
 /* pack B = src^T (element (k, n) at src[n * ld + k], rows of src contiguous) into 16-column
  * panels: reads each row of src once, contiguously (the keys of attention) */
 static void SFX(pack_bt)(const float *src, long K, long N, long ld, float *dst) {
@@ -940,6 +942,9 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
             break;
         case I_CONV_DIRECT:
             SFX(conv_direct)(f, bufs);
+            break;
+        case I_CONV_GEMM:
+            SFX(conv_gemm)(f, bufs);
             break;
         case I_MAXPOOL:
         case I_AVGPOOL: {
