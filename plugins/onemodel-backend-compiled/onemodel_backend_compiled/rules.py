@@ -456,7 +456,7 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
                               P.addr(P.WEIGHTS, panels), bl.addr if bl is not None else -1,
                               act, dst.addr, scratch.addr, P.fbits(p0), P.fbits(p1)))
     else:
-        need = (xpn + 15) // 16 * 16 + cog4 * nqr + 32 + 2 * k + 2
+        need = (xpn + 15) // 16 * 16 + cog4 * nqr + 32 + 2 * k + 2 + wp * sw + 16
         if cig == 1 and cog == 1:  # depthwise on a small map: 8-channel blocks (om_kernels.h)
             need = max(need, (hp * wfull + kh * kw + ho * wo) * 8)
         scratch = lw.scratch(need)

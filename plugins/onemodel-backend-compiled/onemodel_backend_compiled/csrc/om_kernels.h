@@ -534,21 +534,24 @@ static void SFX(dw_small)(const float *x, const float *wpk, const float *bias, f
                           int act, float ep0, float ep1) {
     long Hp = H + 2 * ph, Wp = W + 2 * pw, K = kh * kw, HW = H * W, P = Ho * Wo;
     float *wb = xb + Hp * Wp * 8, *ob = wb + K * 8;
-    for (long nn = 0; nn < Nn; nn++)
-        for (long c0 = 0; c0 < C; c0 += 8) {
-            long nl = C - c0 < 8 ? C - c0 : 8;
-            memset(xb, 0, Hp * Wp * 8 * sizeof(float));
-            memset(wb, 0, K * 8 * sizeof(float));
-            float bl[8] = {0};
+    for (long c0 = 0; c0 < C; c0 += 8) {  /* a block's taps gathered once for every image */
+        long nl = C - c0 < 8 ? C - c0 : 8;
+        memset(wb, 0, K * 8 * sizeof(float));
+        float bl[8] = {0};
+        for (long l = 0; l < nl; l++) {
+            for (long k = 0; k < K; k++) wb[k * 8 + l] = wpk[(c0 + l) * 4 * K + 4 * k];
+            if (bias) bl[l] = bias[c0 + l];
+        }
+        V8 bv = SFX(ld8)(bl);
+        /* the padding and the lanes past nl stay zero: each image rewrites only the inside */
+        memset(xb, 0, Hp * Wp * 8 * sizeof(float));
+        for (long nn = 0; nn < Nn; nn++) {
             for (long l = 0; l < nl; l++) {
                 const float *src = x + (nn * C + c0 + l) * HW;
                 for (long h = 0; h < H; h++)
                     for (long w = 0; w < W; w++)
                         xb[((h + ph) * Wp + w + pw) * 8 + l] = src[h * W + w];
-                for (long k = 0; k < K; k++) wb[k * 8 + l] = wpk[(c0 + l) * 4 * K + 4 * k];
-                if (bias) bl[l] = bias[c0 + l];
             }
-            V8 bv = SFX(ld8)(bl);
             for (long oh = 0; oh < Ho; oh++)
                 for (long ow = 0; ow < Wo; ow++) {
                     const float *base = xb + (oh * sh * Wp + ow * sw) * 8;
@@ -560,10 +563,56 @@ static void SFX(dw_small)(const float *x, const float *wpk, const float *bias, f
                     if (act == ACT_RELU) v = SFX(relu8)(v);
                     SFX(st8)(ob + (oh * Wo + ow) * 8, v);
                 }
+            if (act != ACT_NONE && act != ACT_RELU)  /* the 8 lanes at once, not P at a time */
+                SFX(act_rows)(act, ep0, ep1, ob, P * 8);
             for (long l = 0; l < nl; l++) {
                 float *o = out + (nn * C + c0 + l) * P;
                 for (long p = 0; p < P; p++) o[p] = ob[p * 8 + l];
-                if (act != ACT_NONE && act != ACT_RELU) SFX(act_rows)(act, ep0, ep1, o, P);
+            }
+        }
+    }
+}
+
+/* the phase planes of cig channels (see conv_direct): each input row is laid out once with its
+ * padding in tmp (Wp sw + 16 floats), then split by column phase; at column stride 2 the split
+ * is 8 even and 8 odd columns per two vector loads (this was a scalar loop with a bounds test
+ * per element, most of a strided depthwise convolution's time on a 32x32 map) */
+static void SFX(phase_planes)(const float *xg, float *xp, long cig, long H, long W, long sh,
+                              long sw, long ph, long pw, long Hph, long Wp, long plane,
+                              float *tmp) {
+    typedef int32_t SFX(q8) __attribute__((vector_size(32)));
+    long wt = Wp * sw;
+    memset(tmp, 0, (wt + 16) * sizeof(float));  /* its padding stays zero: rows fill the inside */
+    for (long ci = 0; ci < cig; ci++)
+        for (long a = 0; a < sh; a++) {
+            float *pl = xp + (ci * sh + a) * sw * plane;  /* plane (a, 0); (a, b) b planes on */
+            for (long i = 0; i < Hph; i++) {
+                long h = i * sh + a - ph;
+                if (h < 0 || h >= H) {
+                    for (long b = 0; b < sw; b++) memset(pl + b * plane + i * Wp, 0, Wp * sizeof(float));
+                    continue;
+                }
+                memcpy(tmp + pw, xg + (ci * H + h) * W, W * sizeof(float));  /* W + pw <= wt */
+                if (sw == 2) {
+                    float *r0 = pl + i * Wp, *r1 = r0 + plane;
+                    long j = 0;
+                    for (; j + 8 <= Wp; j += 8) {
+                        V8 m0 = SFX(ld8)(tmp + 2 * j), m1 = SFX(ld8)(tmp + 2 * j + 8);
+#ifdef __clang__
+                        V8 ev = __builtin_shufflevector(m0, m1, 0, 2, 4, 6, 8, 10, 12, 14);
+                        V8 od = __builtin_shufflevector(m0, m1, 1, 3, 5, 7, 9, 11, 13, 15);
+#else
+                        V8 ev = __builtin_shuffle(m0, m1, (SFX(q8)){0, 2, 4, 6, 8, 10, 12, 14});
+                        V8 od = __builtin_shuffle(m0, m1, (SFX(q8)){1, 3, 5, 7, 9, 11, 13, 15});
+#endif
+                        SFX(st8)(r0 + j, ev); SFX(st8)(r1 + j, od);
+                    }
+                    for (; j < Wp; j++) { r0[j] = tmp[2 * j]; r1[j] = tmp[2 * j + 1]; }
+                } else
+                    for (long b = 0; b < sw; b++) {
+                        float *row = pl + b * plane + i * Wp;
+                        for (long j = 0; j < Wp; j++) row[j] = tmp[j * sw + b];
+                    }
             }
         }
 }
@@ -641,21 +690,8 @@ static void SFX(conv_direct)(const int64_t *f, float **bufs) {
                         memcpy(xp + ci * plane + (h + ph) * Wp + pw, xg + (ci * H + h) * W,
                                W * sizeof(float));
             else  /* every position of every phase plane: an input value or a zero */
-                for (long ci = 0; ci < cig; ci++)
-                    for (long a = 0; a < sh; a++)
-                        for (long b = 0; b < sw; b++) {
-                            float *pl = xp + ((ci * sh + a) * sw + b) * plane;
-                            for (long i = 0; i < Hph; i++) {
-                                long h = i * sh + a - ph;
-                                float *row = pl + i * Wp;
-                                if (h < 0 || h >= H) { memset(row, 0, Wp * sizeof(float)); continue; }
-                                const float *src = xg + (ci * H + h) * W;
-                                for (long j = 0; j < Wp; j++) {
-                                    long w = j * sw + b - pw;
-                                    row[j] = w >= 0 && w < W ? src[w] : 0.0f;
-                                }
-                            }
-                        }
+                SFX(phase_planes)(xg, xp, cig, H, W, sh, sw, ph, pw, Hph, Wp, plane,
+                                  (float *)(koff + K));
             const float *wg = wpk + g * cog4 * K;
             const float *bg = bias ? bias + g * cog : 0;
             for (long k0 = 0; k0 < K; k0 += kchunk)  /* input channels by chunks */
