@@ -769,6 +769,7 @@ static void SFX(conv1x1_gemm)(const int64_t *f, float **bufs) {
 }
 
 #include "om_conv_gemm.h"
+#include "om_pool3.h"
 
 /* pack B = src^T (element (k, n) at src[n * ld + k], rows of src contiguous) into 16-column
  * panels: reads each row of src once, contiguously (the keys of attention) */
@@ -991,6 +992,9 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
             long ph = f[8], pw = f[9], Ho = f[10], Wo = f[11];
             int isavg = op == I_AVGPOOL;
             float inv = 1.0f / (float)(kh * kw);
+            if (!isavg && kh == 3 && kw == 3 && sh == 2 && sw == 2
+                && SFX(maxpool3s2)(x, out, NC, H, W, ph, pw, Ho, Wo))
+                break;
             if (!isavg && kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0
                 && 2 * Ho <= H && 2 * Wo <= W) {  /* (not a ceil-mode pool's clipped windows) */
                 for (long c = 0; c < NC; c++)   /* the common 2x2 window: two rows at a time */
