@@ -88,8 +88,9 @@ static void SFX(pack_patches)(const float *xp, float *ap, long m0, long m1, long
 }
 
 /* f: x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, sh, sw, Ho, Wo, wpanels, bias, act, out,
- *    scratch, p0, p1 (the activation's parameters, as doubles)
- * scratch: N Cin Hp Wp (rounded up to 16; none without padding) + mb' K (rounded up to 16; mb'
+ *    scratch, p0, p1 (the activation's parameters, as doubles), then the input prologue's
+ *    mean, scale and shift (om_prologue.h; -1 for none)
+ * scratch: N Cin Hp Wp (rounded up to 16; none without padding or prologue) + mb' K (rounded up to 16; mb'
  * is mb rounded up to whole tiles of 6)
  * + N Ho Wo Cout + 2 kh kw + 2 floats, mb = conv_gemm_rows(K, N Ho Wo) */
 static long SFX(conv_gemm_rows)(long K, long M) {
@@ -102,6 +103,7 @@ static void SFX(conv_gemm)(const int64_t *f, float **bufs) {
 #define CADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
     const float *x = CADDR(f[0]), *wp = CADDR(f[16]), *bias = CADDR(f[17]);
     float *out = CADDR(f[19]), *scr = CADDR(f[20]);
+    SFX(Pro) pro = {CADDR(f[23]), CADDR(f[24]), CADDR(f[25])};  /* batch norm + ReLU, or none */
 #undef CADDR
     long Nn = f[1], Cin = f[2], H = f[3], W = f[4], Cout = f[5], kh = f[6], kw = f[7];
     long ph = f[8], pw = f[9], dh = f[10], dw = f[11], sh = f[12], sw = f[13];
@@ -110,17 +112,18 @@ static void SFX(conv_gemm)(const int64_t *f, float **bufs) {
     double d0, d1;
     memcpy(&d0, f + 21, 8); memcpy(&d1, f + 22, 8);
     long K = Cin * kh * kw, P = Ho * Wo, M = Nn * P, np = (Cout + 15) / 16;
-    long Hp = H + 2 * ph, Wp = W + 2 * pw, padded = ph != 0 || pw != 0;
+    long Hp = H + 2 * ph, Wp = W + 2 * pw, padded = ph != 0 || pw != 0 || pro.mean;
     long xpn = padded ? (Nn * Cin * Hp * Wp + 15) / 16 * 16 : 0;
     long mb = SFX(conv_gemm_rows)(K, M);
     float *xp = scr, *A = scr + xpn, *C = A + ((mb + 5) / 6 * 6 * K + 15) / 16 * 16;
     long *toff = (long *)(C + (M * Cout + 1) / 2 * 2);  /* 8-byte aligned */
-    if (!padded) xp = (float *)x;  /* nothing to pad: gather from x itself */
+    if (!padded) xp = (float *)x;  /* nothing to pad or normalise: gather from x itself */
     else {
         memset(xp, 0, Nn * Cin * Hp * Wp * sizeof(float));
         for (long c = 0; c < Nn * Cin; c++)
             for (long h = 0; h < H; h++)
-                memcpy(xp + (c * Hp + h + ph) * Wp + pw, x + (c * H + h) * W, W * sizeof(float));
+                SFX(pro_row)(&pro, c % Cin, x + (c * H + h) * W, xp + (c * Hp + h + ph) * Wp + pw,
+                             W);
     }
     SFX(Epi) e = {bias, bias ? 1 : 0, 0, 0, act == ACT_RELU ? ACT_RELU : ACT_NONE};
     for (long m0b = 0; m0b < M; m0b += mb) {
