@@ -1,9 +1,10 @@
-"""The implicit-GEMM convolution (conv_gemm, om_conv_gemm.h: patches packed as GEMM rows, the
-weights as 16-column panels) against a sliding-window formula written here in numpy and
-against the numpy backend, on both kernel copies: at and past the rule's limits on both sides
+"""The convolution paths chosen by shape. The implicit GEMM (conv_gemm, om_conv_gemm.h:
+patches packed as GEMM rows, the weights as 16-column panels) against a sliding-window formula
+written here in numpy and against the numpy backend, on both kernel copies: at and past the rule's limits on both sides
 (which path runs is asserted), padding or none, strides, dilation, a non-square kernel, output
 channels not a multiple of 16, several blocks of rows, batch sizes whose rows do not fill the
-6-row tiles, fused activations and NaN/inf."""
+6-row tiles, fused activations and NaN/inf. And 1x1 convolutions that the direct kernel
+computes in place (from x into the output, no padded copy or compaction) or not."""
 from __future__ import annotations
 
 import numpy as np
@@ -122,3 +123,51 @@ def test_conv_gemm_nan_and_inf_as_numpy(act, isa):
         fin = np.isfinite(r)
         assert fin.any() and not fin.all()
         np.testing.assert_allclose(g[fin], r[fin], rtol=RTOL, atol=ATOL, err_msg=key)
+
+
+IN_PLACE_CASES = [  # cin, cout, groups, (h, w), act: 1x1 stride 1 on the direct kernel
+    (16, 96, 1, (8, 8), "relu6"),      # reads x and writes out in place
+    (12, 8, 2, (4, 6), "hardswish"),   # two groups of 4 output channels, 24 positions
+    (16, 20, 1, (9, 8), "sigmoid"),    # 72 positions, 5 tiles of 4 channels
+    (16, 18, 1, (8, 8), "relu"),       # 18 channels: not a multiple of 4, compacted
+    (16, 16, 1, (7, 9), None),         # 63 positions: compacted
+]
+
+
+@pytest.mark.parametrize("case", IN_PLACE_CASES, ids=[str(c) for c in IN_PLACE_CASES])
+def test_1x1_direct_in_place_against_windows_and_numpy(case, isa):
+    """A 1x1 stride-1 convolution whose map is a multiple of 8 positions and whose groups have
+    a multiple of 4 output channels is computed straight from x into the output; the others
+    through the padded copy and the compaction, the same results either way (NaN and inf too)."""
+    cin, cout, groups, (h, w), act = case
+    rng = np.random.default_rng(cin + cout + h)
+    W = rng.standard_normal((cout, cin // groups, 1, 1)).astype(np.float32)
+    B = rng.standard_normal(cout).astype(np.float32)
+    fn_act, formula = ACTS[act]
+
+    def fn(x):
+        return fn_act(om.ops.conv2d(x, Tensor.from_numpy(W), Tensor.from_numpy(B),
+                                    groups=groups))
+
+    x0 = rng.standard_normal((5, cin, h, w)).astype(np.float32)
+    traced = om.trace(fn, Tensor.from_numpy(x0), "batch", None, None, None)
+    session = om.Session(traced, backend="compiled")
+    src = session.plan_source({"input": x0})
+    assert "conv2d_direct" in src and "pointwise" not in src, src
+    for batch in (1, 3):
+        x = rng.standard_normal((batch, cin, h, w)).astype(np.float32)
+        x[0, 0, 0, 1], x[-1, cin - 1, h - 1, w - 1], x[0, 1, 2, 0] = np.nan, np.inf, -np.inf
+        with np.errstate(invalid="ignore", over="ignore"):
+            ref = om.Session(traced, backend="numpy").run({"input": x})["output"].numpy()
+        got = session.run({"input": x})["output"].numpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+        fin = ~np.isnan(ref)
+        np.testing.assert_allclose(got[fin], ref[fin], rtol=RTOL, atol=ATOL)
+        xc = np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
+        want = np.concatenate([
+            np.einsum("nchw,oc->nohw", xc[:, gi * (cin // groups):(gi + 1) * (cin // groups)]
+                      .astype(np.float64),
+                      W[gi * (cout // groups):(gi + 1) * (cout // groups), :, 0, 0])
+            for gi in range(groups)], axis=1) + B.reshape(1, -1, 1, 1)
+        np.testing.assert_allclose(session.run({"input": xc})["output"].numpy(), formula(want),
+                                   rtol=RTOL, atol=ATOL)

@@ -43,6 +43,7 @@ CASES = [  # channels of the two concatenated inputs, cout, kernel, stride, pad,
     ((32, 32), 20, 3, 1, 1, (4, 4), "conv2d_gemm"),       # small map: padded input built
     ((40, 24), 32, 1, 1, 0, (4, 4), "conv2d_gemm"),       # 1x1 small map, no padding
     ((200, 100), 24, 1, 1, 0, (8, 8), "conv2d_gemm"),     # 1x1 over 300 channels at 8x8
+    ((40, 24), 32, 1, 1, 0, (16, 16), "conv2d_direct"),   # 1x1 16x16: written in place
 ]
 
 
