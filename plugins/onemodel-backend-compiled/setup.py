@@ -12,6 +12,7 @@ setup(ext_modules=[Extension(
              "onemodel_backend_compiled/csrc/om_conv_gemm.h",
              "onemodel_backend_compiled/csrc/om_pool3.h",
              "onemodel_backend_compiled/csrc/om_prologue.h",
+             "onemodel_backend_compiled/csrc/om_transpose8.h",
              "onemodel_backend_compiled/csrc/om_program.h"],
     extra_compile_args=["-O3", "-std=gnu11", "-fno-math-errno", "-fno-trapping-math",
                         "-fno-strict-aliasing",

@@ -1,8 +1,9 @@
 """Depthwise convolutions on the paths that gather their input: small maps (dw_small: 8
-channels in the lanes, the activation on all 8 lanes at once, the taps gathered once for every
-image) and strided ones on larger maps (the direct kernel over phase planes split from each
-padded row, 8 even and 8 odd columns at a time at stride 2). Against a float64 formula written
-here and the numpy backend, both kernel copies, NaN and inf included."""
+channels in the lanes, moved through 8x8 transposes, the activation on all 8 lanes at once,
+the taps gathered once for every image) and strided ones on larger maps (the direct kernel
+over phase planes split from each padded row, 8 even and 8 odd columns at a time at stride
+2). Against a float64 formula written here and the numpy backend, both kernel copies, NaN and
+inf included."""
 from __future__ import annotations
 
 import numpy as np
@@ -44,7 +45,10 @@ ACTS = {"swish": (lambda y: om.ops.swish(y, beta=1.0), lambda v: v / (1 + np.exp
 
 CASES = [  # channels, kernel, stride, pad, (h, w): small maps (dw_small) and strided larger ones
     (11, 5, 1, 2, (2, 2)),   # EfficientNet's 5x5 on 2x2, channels not a multiple of 8
-    (20, 3, 1, 1, (4, 4)),
+    (20, 3, 1, 1, (4, 4)),   # two blocks of 8 through the 8x8 transposes, then 4 channels
+    (16, 3, 1, 1, (8, 8)),   # 64 outputs: the limit, 8 transposes each way
+    (9, 5, 1, 2, (6, 5)),    # 30 positions: 3 transposes and 6 positions one by one
+    (8, 3, 1, 1, (9, 8)),    # 72 outputs: the direct kernel
     (13, 3, 2, 1, (9, 9)),   # stride 2, 25 outputs: dw_small
     (9, 3, 2, 1, (33, 31)),  # stride 2 on a 33x31 map: phase planes, 8 columns and a tail
     (6, 5, 2, 2, (20, 18)),  # 5x5 stride 2, padding 2
@@ -80,7 +84,7 @@ def test_depthwise_with_activation_against_formula_and_numpy(case, act, isa):
         np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL, err_msg=f"numpy b{batch}")
 
 
-@pytest.mark.parametrize("hw", [(2, 2), (21, 22)])
+@pytest.mark.parametrize("hw", [(2, 2), (8, 8), (21, 22)])
 def test_depthwise_nan_and_inf_as_numpy(hw, isa):
     """NaN and inf through the gathered small map and through the phase planes, with the
     activation on all lanes: where the numpy backend has them."""

@@ -363,6 +363,7 @@ static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int
 #undef I8
 
 #include "om_prologue.h"
+#include "om_transpose8.h"
 
 /* -- direct convolution without im2col ------------------------------------------------------------
  * The input of one image and group is copied once into a zero-padded buffer xp (Hp rows of
@@ -523,11 +524,12 @@ static void SFX(act_rows)(int act, float p0, float p1, float *x, long n) {
 #undef OM_ACT_ROWS
 }
 
-/* a depthwise convolution on a small map (at most 25 output positions at stride 1, where the
- * scalar gather and scatter below cost less than the direct kernel's per-channel setup, or 64
- * at larger strides, which the direct kernel runs over phase planes), 8 channels in
- * the 8 lanes: per block of 8 channels the zero-padded input is gathered as [Hp][Wp][8] and the
- * taps' weights as [k][8], so each output position is kh * kw vector FMAs over its window, with
+/* a depthwise convolution on a small map (at most 64 output positions: 8x8 and below, where
+ * the gather and scatter below cost less than the direct kernel's per-channel setup; at 16x16
+ * the two are even), 8 channels in the 8 lanes: per block of 8 channels the zero-padded input
+ * is gathered as [Hp][Wp][8] (8 positions of 8 channels at a time through an 8x8 transpose in
+ * registers, and back for the output: the scalar moves were most of a 4x4 layer's time) and
+ * the taps' weights as [k][8], so each output position is kh * kw vector FMAs over its window, with
  * no tile of 24 positions mostly empty and no per-channel setup (a 960-channel layer on a 2x2
  * map was about 40 ns a channel). Same order of sums as dw_rows: the taps from zero, then the
  * bias. xb: scratch of (Hp Wp + kh kw + Ho Wo) * 8 floats. */
@@ -549,12 +551,21 @@ static void SFX(dw_small)(const float *x, const float *wpk, const float *bias, f
         /* the padding and the lanes past nl stay zero: each image rewrites only the inside */
         memset(xb, 0, Hp * Wp * 8 * sizeof(float));
         for (long nn = 0; nn < Nn; nn++) {
-            for (long l = 0; l < nl; l++) {
-                const float *src = x + (nn * C + c0 + l) * HW;
-                for (long h = 0; h < H; h++)
-                    for (long w = 0; w < W; w++)
-                        xb[((h + ph) * Wp + w + pw) * 8 + l] = src[h * W + w];
-            }
+            const float *src = x + (nn * C + c0) * HW;
+            long p = 0;
+            if (nl == 8)  /* 8 channels x 8 positions transposed in registers */
+                for (; p + 8 <= HW; p += 8) {
+                    V8 r[8];
+                    for (int l = 0; l < 8; l++) r[l] = SFX(ld8)(src + l * HW + p);
+                    SFX(transpose8)(r);
+                    for (int q = 0; q < 8; q++) {
+                        long h = (p + q) / W, w = (p + q) % W;
+                        SFX(st8)(xb + ((h + ph) * Wp + w + pw) * 8, r[q]);
+                    }
+                }
+            for (; p < HW; p++)
+                for (long l = 0; l < nl; l++)
+                    xb[((p / W + ph) * Wp + p % W + pw) * 8 + l] = src[l * HW + p];
             for (long oh = 0; oh < Ho; oh++)
                 for (long ow = 0; ow < Wo; ow++) {
                     const float *base = xb + (oh * sh * Wp + ow * sw) * 8;
@@ -568,10 +579,17 @@ static void SFX(dw_small)(const float *x, const float *wpk, const float *bias, f
                 }
             if (act != ACT_NONE && act != ACT_RELU)  /* the 8 lanes at once, not P at a time */
                 SFX(act_rows)(act, ep0, ep1, ob, P * 8);
-            for (long l = 0; l < nl; l++) {
-                float *o = out + (nn * C + c0 + l) * P;
-                for (long p = 0; p < P; p++) o[p] = ob[p * 8 + l];
-            }
+            float *o = out + (nn * C + c0) * P;
+            p = 0;
+            if (nl == 8)
+                for (; p + 8 <= P; p += 8) {
+                    V8 r[8];
+                    for (int q = 0; q < 8; q++) r[q] = SFX(ld8)(ob + (p + q) * 8);
+                    SFX(transpose8)(r);
+                    for (int l = 0; l < 8; l++) SFX(st8)(o + l * P + p, r[l]);
+                }
+            for (; p < P; p++)
+                for (long l = 0; l < nl; l++) o[l * P + p] = ob[p * 8 + l];
         }
     }
 }
@@ -669,7 +687,7 @@ static void SFX(conv_direct)(const int64_t *f, float **bufs) {
         ep0 = (float)d0; ep1 = (float)d1;
     }
     long Hq = Ho / 2, Wq = Wo / 2;
-    if (cig == 1 && cog == 1 && !pool && Ho * Wo <= (strided ? 64 : 25)) {
+    if (cig == 1 && cog == 1 && !pool && Ho * Wo <= 64) {
         SFX(dw_small)(x, wpk, bias, out, scr, Nn, Cin, H, W, kh, kw, ph, pw, sh, sw, dh, dw,
                       Ho, Wo, act, ep0, ep1);
         return;
