@@ -567,7 +567,8 @@ def _conv_reads_bn_relu(lw: Lowering, bn):
               and (b is None or lw.is_f32(b)) and int(params.get("groups", 1)) == 1
               and not set(params) - {"stride", "padding", "dilation", "groups", "activation"}
               and params.get("activation") in P.CONV_ACTIVATIONS
-              and min(*_pair(params.get("stride", 1), "s"), *_pair(params.get("dilation", 1), "d")) >= 1
+              and min(*_pair(params.get("stride", 1), "s"),
+                      *_pair(params.get("dilation", 1), "d")) >= 1
               and min(_pair(params.get("padding", 0), "p")) >= 0)
     except (Unsupported, TypeError, ValueError):
         return None

@@ -1,10 +1,11 @@
 """The convolution paths chosen by shape. The implicit GEMM (conv_gemm, om_conv_gemm.h:
 patches packed as GEMM rows, the weights as 16-column panels) against a sliding-window formula
-written here in numpy and against the numpy backend, on both kernel copies: at and past the rule's limits on both sides
-(which path runs is asserted), padding or none, strides, dilation, a non-square kernel, output
-channels not a multiple of 16, several blocks of rows, batch sizes whose rows do not fill the
-6-row tiles, fused activations and NaN/inf. And 1x1 convolutions that the direct kernel
-computes in place (from x into the output, no padded copy or compaction) or not."""
+written here in numpy and against the numpy backend, on both kernel copies: at and past the
+rule's limits on both sides (which path runs is asserted), padding or none, strides, dilation,
+a non-square kernel, output channels not a multiple of 16, several blocks of rows, batch sizes
+whose rows do not fill the 6-row tiles, fused activations and NaN/inf. And 1x1 convolutions
+that the direct kernel computes in place (from x into the output, no padded copy or
+compaction) or not."""
 from __future__ import annotations
 
 import numpy as np

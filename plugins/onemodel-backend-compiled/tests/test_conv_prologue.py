@@ -25,14 +25,15 @@ def isa(request):
 
 def conv_formula(x, w, b, stride, pad):
     """Window sums over the zero-padded input in float64 (one group)."""
-    n, c, h, wd = x.shape
+    n, _, h, wd = x.shape
     co, _, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     ho, wo = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
     out = np.zeros((n, co, ho, wo)) + (0 if b is None else b.reshape(1, co, 1, 1))
     for u in range(kh):
         for v in range(kw):
-            patch = xp[:, :, u: u + stride * (ho - 1) + 1: stride, v: v + stride * (wo - 1) + 1: stride]
+            patch = xp[:, :, u: u + stride * (ho - 1) + 1: stride,
+                       v: v + stride * (wo - 1) + 1: stride]
             out += np.einsum("nchw,oc->nohw", patch, w[:, :, u, v].astype(np.float64))
     return out
 

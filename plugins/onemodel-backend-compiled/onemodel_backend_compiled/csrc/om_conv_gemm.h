@@ -90,9 +90,9 @@ static void SFX(pack_patches)(const float *xp, float *ap, long m0, long m1, long
 /* f: x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, sh, sw, Ho, Wo, wpanels, bias, act, out,
  *    scratch, p0, p1 (the activation's parameters, as doubles), then the input prologue's
  *    mean, scale and shift (om_prologue.h; -1 for none)
- * scratch: N Cin Hp Wp (rounded up to 16; none without padding or prologue) + mb' K (rounded up to 16; mb'
- * is mb rounded up to whole tiles of 6)
- * + N Ho Wo Cout + 2 kh kw + 2 floats, mb = conv_gemm_rows(K, N Ho Wo) */
+ * scratch: N Cin Hp Wp (rounded up to 16; none without padding or prologue) + mb' K (rounded
+ * up to 16; mb' is mb rounded up to whole tiles of 6) + N Ho Wo Cout + 2 kh kw + 2 floats,
+ * mb = conv_gemm_rows(K, N Ho Wo) */
 static long SFX(conv_gemm_rows)(long K, long M) {
     long mb = (98304 / (K > 0 ? K : 1)) / 6 * 6;  /* about 384 KiB of A next to a panel in L2 */
     if (mb < 6) mb = 6;

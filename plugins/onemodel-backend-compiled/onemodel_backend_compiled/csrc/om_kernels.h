@@ -409,9 +409,9 @@ static void SFX(pool2_rows)(const float *x, long ld, long Hq, long Wq, float *o,
 /* first: start from zero (else from o0, the sums of earlier input channels); last: add the
  * bias and apply ReLU (else store the partial sums). Never inlined: inlined into conv_direct
  * its 12 accumulators spilled (94 -> 45 GFLOP/s on a 64-channel 16x16 map) */
-static __attribute__((noinline)) void SFX(conv_tile)(long K, const long *koff, const float *xq, const float *wp,
-                           float *o0, long ldo, const float *bias, int relu, int first,
-                           int last) {
+static __attribute__((noinline)) void SFX(conv_tile)(
+        long K, const long *koff, const float *xq, const float *wp, float *o0, long ldo,
+        const float *bias, int relu, int first, int last) {
     V8 c00 = {0}, c01 = {0}, c02 = {0}, c10 = {0}, c11 = {0}, c12 = {0};
     V8 c20 = {0}, c21 = {0}, c22 = {0}, c30 = {0}, c31 = {0}, c32 = {0};
     if (!first) {
@@ -610,7 +610,8 @@ static void SFX(phase_planes)(const float *xg, float *xp, long cig, long H, long
             for (long i = 0; i < Hph; i++) {
                 long h = i * sh + a - ph;
                 if (h < 0 || h >= H) {
-                    for (long b = 0; b < sw; b++) memset(pl + b * plane + i * Wp, 0, Wp * sizeof(float));
+                    for (long b = 0; b < sw; b++)
+                        memset(pl + b * plane + i * Wp, 0, Wp * sizeof(float));
                     continue;
                 }
                 SFX(pro_row)(pro, c0 + ci, xg + (ci * H + h) * W, tmp + pw, W);  /* W + pw <= wt */
