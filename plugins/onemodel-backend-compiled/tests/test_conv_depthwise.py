@@ -50,9 +50,10 @@ CASES = [  # channels, kernel, stride, pad, (h, w): small maps (dw_small) and st
     (9, 5, 1, 2, (6, 5)),    # 30 positions: 3 transposes and 6 positions one by one
     (8, 3, 1, 1, (9, 8)),    # 72 outputs: the direct kernel
     (13, 3, 2, 1, (9, 9)),   # stride 2, 25 outputs: dw_small
-    (9, 3, 2, 1, (33, 31)),  # stride 2 on a 33x31 map: phase planes, 8 columns and a tail
-    (6, 5, 2, 2, (20, 18)),  # 5x5 stride 2, padding 2
-    (5, 3, 3, 1, (19, 17)),  # stride 3: the scalar split
+    (10, 3, 2, 1, (31, 32)),  # stride 2, 256 outputs: dw_small's limit
+    (9, 3, 2, 1, (33, 31)),  # stride 2, 272 outputs: phase planes, 8 columns and a tail
+    (6, 5, 2, 2, (36, 34)),  # 5x5 stride 2, padding 2: phase planes
+    (5, 3, 3, 1, (50, 47)),  # stride 3, 272 outputs: phase planes by the scalar split
 ]
 
 
@@ -84,7 +85,7 @@ def test_depthwise_with_activation_against_formula_and_numpy(case, act, isa):
         np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL, err_msg=f"numpy b{batch}")
 
 
-@pytest.mark.parametrize("hw", [(2, 2), (8, 8), (21, 22)])
+@pytest.mark.parametrize("hw", [(2, 2), (8, 8), (35, 36)])
 def test_depthwise_nan_and_inf_as_numpy(hw, isa):
     """NaN and inf through the gathered small map and through the phase planes, with the
     activation on all lanes: where the numpy backend has them."""

@@ -73,14 +73,14 @@ CONV_CASES = [
     (7, 20, 1, 1, 0, 1, 1, None, False, 1, 1),       # one position: the GEMV at batch 1
     (17, 33, 1, 1, 0, 1, 1, "sigmoid", False, 6, 6),  # the largest map on the GEMM
     (17, 33, 1, 1, 0, 1, 1, "tanh", False, 6, 7),     # one more: the direct kernel
-    # depthwise on maps of at most 64 outputs: 8 channels in the lanes (dw_small)
+    # depthwise on maps of at most 64 outputs (256 strided): 8 channels in the lanes (dw_small)
     (20, 20, 3, 1, 1, 1, 20, "relu", False, 2, 2),   # 2x2, channels not a multiple of 8
     (12, 12, 3, 1, 1, 1, 12, "sigmoid", False, 4, 4),  # an activation after ReLU's place
     (16, 16, 5, 2, 2, 1, 16, None, False, 7, 7),      # 5x5 stride 2 (EfficientNet's)
     (9, 9, 3, 1, 2, 2, 9, "tanh", False, 8, 8),       # dilation 2, 64 outputs: the limit
     (8, 8, 3, 1, 1, 1, 8, None, False, 9, 8),         # 72 outputs: the direct kernel
-    (10, 10, 3, 2, 1, 1, 10, "relu", False, 15, 15),  # stride 2, 64 outputs: the limit
-    (8, 8, 3, 2, 1, 1, 8, "relu", False, 19, 19),     # 100 outputs, stride 2: direct
+    (10, 10, 3, 2, 1, 1, 10, "relu", False, 31, 32),  # stride 2, 256 outputs: the limit
+    (8, 8, 3, 2, 1, 1, 8, "relu", False, 33, 33),     # 289 outputs, stride 2: direct
 ]
 
 

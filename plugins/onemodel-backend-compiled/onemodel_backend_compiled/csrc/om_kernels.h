@@ -524,9 +524,11 @@ static void SFX(act_rows)(int act, float p0, float p1, float *x, long n) {
 #undef OM_ACT_ROWS
 }
 
-/* a depthwise convolution on a small map (at most 64 output positions: 8x8 and below, where
- * the gather and scatter below cost less than the direct kernel's per-channel setup; at 16x16
- * the two are even), 8 channels in the 8 lanes: per block of 8 channels the zero-padded input
+/* a depthwise convolution on a small map (at most 64 output positions at stride 1: 8x8 and
+ * below, where the gather and scatter below cost less than the direct kernel's per-channel
+ * setup, at 16x16 the two are even; at most 256 at larger strides, where the direct kernel
+ * builds phase planes: 3x3 stride 2 96 channels 32x32 -> 16x16 62 -> 45 us at b1), 8 channels
+ * in the 8 lanes: per block of 8 channels the zero-padded input
  * is gathered as [Hp][Wp][8] (8 positions of 8 channels at a time through an 8x8 transpose in
  * registers, and back for the output: the scalar moves were most of a 4x4 layer's time) and
  * the taps' weights as [k][8], so each output position is kh * kw vector FMAs over its window, with
@@ -688,7 +690,7 @@ static void SFX(conv_direct)(const int64_t *f, float **bufs) {
         ep0 = (float)d0; ep1 = (float)d1;
     }
     long Hq = Ho / 2, Wq = Wo / 2;
-    if (cig == 1 && cog == 1 && !pool && Ho * Wo <= 64) {
+    if (cig == 1 && cog == 1 && !pool && Ho * Wo <= (strided ? 256 : 64)) {
         SFX(dw_small)(x, wpk, bias, out, scr, Nn, Cin, H, W, kh, kw, ph, pw, sh, sw, dh, dw,
                       Ho, Wo, act, ep0, ep1);
         return;
