@@ -149,3 +149,28 @@ def test_norm_relu_stays_a_pass_when_the_conv_cannot_take_it(shape, isa):
     ref = om.Session(traced, backend="numpy").run({"input": x})
     for key in ref:
         np.testing.assert_allclose(got[key].numpy(), ref[key].numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_norm_relu_conv_relu_pool_is_one_instruction(isa):
+    """The prologue composes with the fused epilogue and 2x2 max pool: batch norm, ReLU,
+    convolution, ReLU and pool are one native instruction, equal to the formula."""
+    rng = np.random.default_rng(12)
+    c = 12
+    stats = _stats(rng, c, True)
+    W = rng.standard_normal((10, c, 3, 3)).astype(np.float32)
+
+    def fn(x):
+        z = om.ops.relu(om.ops.batch_norm(x, *stats))
+        return om.ops.max_pool2d(om.ops.relu(om.ops.conv2d(z, Tensor.from_numpy(W), padding=1)), 2)
+
+    x = rng.standard_normal((3, c, 12, 14)).astype(np.float32)
+    traced = om.trace(fn, Tensor.from_numpy(x), "batch", None, None, None)
+    session = om.Session(traced, backend="compiled")
+    body = session.plan_source({"input": x}).split("native segment:")[1].split("\n")
+    assert [ln.split()[0] for ln in body if ln.strip()] == ["conv2d_direct"], body
+    m, v, g, b = (t.numpy().astype(np.float64).reshape(1, c, 1, 1) for t in stats)
+    z = np.maximum((x - m) / np.sqrt(v + 1e-5) * g + b, 0)
+    y = np.maximum(conv_formula(z, W, None, 1, 1), 0)
+    want = y.reshape(3, 10, 6, 2, 7, 2).max(axis=(3, 5))
+    np.testing.assert_allclose(session.run({"input": x})["output"].numpy(), want,
+                               rtol=RTOL, atol=ATOL)
