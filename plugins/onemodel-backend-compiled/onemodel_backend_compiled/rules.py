@@ -284,9 +284,19 @@ def conv_rule(lw: Lowering, node, params):
     if W.dtype != np.float32 or g < 1 or cout % g or cin % g or min(sh, sw, dh, dw) < 1 \
             or min(ph, pw) < 0:
         raise Unsupported("conv weight dtype, grouping, stride or padding")
-    xl = lw.contiguous(x)
+    pro = lw.fused.pop(("prologue", id(node)), None)  # batch norm + ReLU on its input
+    src = x if pro is None else pro[0]
+    xl = lw.contiguous(src)
     bl = lw.contiguous(b) if b is not None else None
-    _conv_direct(lw, node, params, xl, bl, W, (sh, sw), (ph, pw), (dh, dw), g)
+    _conv_direct(lw, node, params, xl, bl, W, (sh, sw), (ph, pw), (dh, dw), g,
+                 None if pro is None else pro[1:4])
+    if pro is not None and lw.last_use.get(src) == pro[4]:  # kept alive for this node
+        loc = lw.locs.get(src)
+        refs = lw.alloc_refs.get(loc.alloc) if loc is not None and loc.alloc is not None else None
+        if refs is not None:
+            refs.discard(src)
+            if not refs:
+                lw._free(loc.alloc)
 
 
 def pack_conv_weights(W: np.ndarray, groups: int) -> np.ndarray:
@@ -376,10 +386,35 @@ def _reader_after(lw: Lowering, conv_out: str):
 GEMM_1X1_MAX_POSITIONS = 36
 
 
-def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g):
+def conv_gemm_wins(cin: int, cout: int, kh: int, kw: int, stride, ho: int, wo: int) -> bool:
+    """Whether a convolution (one group, no fused pool) runs as an implicit GEMM (conv_gemm,
+    om_conv_gemm.h) rather than on the direct kernel: on small output maps, where the direct
+    kernel's 24-position tiles are mostly empty. Measured (1 thread, + ReLU, GEMM / direct time,
+    b1 and b4): 3x3 stride 1 at 2x2 512->512 0.24 / 0.22, 128->32 0.50 / 0.49; at 3x3 48->192
+    0.42 / 0.34; at 4x4 256->256 0.73 / 0.85, 128->64 0.81 / 0.83, 128->32 0.87 / 0.97; at 7x7
+    32->128 0.97 / 0.90; at 8x8 128->128 1.04 / 1.01 and at 15x15 / 16x16 1.16-1.45 (the
+    direct kernel). Strided: 3x3 s2 to 2x2 256->512 0.31 / 0.28, to 8x8 64->128 0.91 / 0.91,
+    1x1 s2 to 8x8 64->128 0.63 / 0.65, to 2x2 256->512 0.32 / 0.28; a 3x3 s2 stem to 32x32
+    1.73 / 1.87. A 1x1 stride-1 convolution has no window to gather, so the GEMM only pays
+    off over many input channels: 512->128 at 8x8 0.74 / 0.78, 1024->512 at 4x4 0.88 / 0.85,
+    256->32 at 7x7 0.78 / 0.79, but 32->192 at 8x8 1.29 / 1.38, 160->960 at 2x2 1.09 / 1.08
+    (conv1x1_gemm), 256->128 at 16x16 0.98 / 0.96."""
+    positions = ho * wo
+    if (kh, kw) == (1, 1) and tuple(stride) == (1, 1):
+        return cin >= 256 and positions <= 64
+    return positions <= (49 if tuple(stride) == (1, 1) else 64)
+
+
+def conv_gemm_rows(k: int, m: int) -> int:
+    """Rows of A per block in conv_gemm (om_conv_gemm.h's conv_gemm_rows)."""
+    return min(m, max(6, 98304 // max(k, 1) // 6 * 6))
+
+
+def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g, pro=None):
     """Convolution on the shifted-slice kernel (see om_kernels.h; a stride above 1 through
     phase planes), with a following 2x2 max pool fused in when the pool is the convolution's
-    only reader."""
+    only reader. ``pro``: the weight offsets of a batch norm's mean, scale and shift, applied
+    with a ReLU to the input as it is copied in (see batch_norm_rule)."""
     n, cin, h, wd = xl.shape
     out = node.outputs[0]
     _, cout, ho, wo = lw.shape(out)
@@ -411,8 +446,24 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
         lw.fused[id(pool)] = dst
     if reader is not None:  # its output is only the pool's input when pooled: never stored
         lw.fused[id(reader[0])] = dst if pool is None else None
-    if pool is None and (kh, kw, sh, sw, ph, pw, g) == (1, 1, 1, 1, 0, 0, 1) \
-            and h * wd <= GEMM_1X1_MAX_POSITIONS:
+    pro_fields = [-1, -1, -1] if pro is None else [P.addr(P.WEIGHTS, o) for o in pro]
+    small_1x1 = (kh, kw, sh, sw, ph, pw, g) == (1, 1, 1, 1, 0, 0, 1) \
+        and h * wd <= GEMM_1X1_MAX_POSITIONS
+    if pool is None and g == 1 and (conv_gemm_wins(cin, cout, kh, kw, stride, ho, wo)
+                                    or small_1x1 and pro is not None):
+        k = cin * kh * kw
+        panels = lw.weights.panels((lw.const_key(node.inputs[1]), "^gemm"),
+                                   lambda: W.reshape(cout, k).T)
+        mb = conv_gemm_rows(k, n * ho * wo)
+        xpn = 0 if (ph, pw) == (0, 0) and pro is None \
+            else (n * cin * (h + 2 * ph) * (wd + 2 * pw) + 15) // 16 * 16
+        scratch = lw.scratch(xpn + (-(-mb // 6) * 6 * k + 15) // 16 * 16 + n * ho * wo * cout
+                             + 2 * kh * kw + 2)
+        lw.emit(P.instruction(P.I_CONV_GEMM, xl.addr, n, cin, h, wd, cout, kh, kw, ph, pw,
+                              dh, dw, sh, sw, ho, wo, P.addr(P.WEIGHTS, panels),
+                              bl.addr if bl is not None else -1, act, dst.addr, scratch.addr,
+                              P.fbits(p0), P.fbits(p1), *pro_fields))
+    elif pool is None and small_1x1:
         panels = lw.weights.panels((lw.const_key(node.inputs[1]), "^1x1"),
                                    lambda: W.reshape(cout, cin).T)
         scratch = lw.scratch((n * h * wd * cin + 15) // 16 * 16 + n * h * wd * cout)
@@ -420,7 +471,7 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
                               P.addr(P.WEIGHTS, panels), bl.addr if bl is not None else -1,
                               act, dst.addr, scratch.addr, P.fbits(p0), P.fbits(p1)))
     else:
-        need = (xpn + 15) // 16 * 16 + cog4 * nqr + 32 + 2 * k + 2
+        need = (xpn + 15) // 16 * 16 + cog4 * nqr + 32 + 2 * k + 2 + wp * sw + 16
         if cig == 1 and cog == 1:  # depthwise on a small map: 8-channel blocks (om_kernels.h)
             need = max(need, (hp * wfull + kh * kw + ho * wo) * 8)
         scratch = lw.scratch(need)
@@ -430,7 +481,7 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
                               dh, dw, g, ho, wo, P.addr(P.WEIGHTS, woff),
                               bl.addr if bl is not None else -1,
                               act, dst.addr, scratch.addr, 1 if pool is not None else 0, sh, sw,
-                              P.fbits(p0), P.fbits(p1)))
+                              P.fbits(p0), P.fbits(p1), *pro_fields))
     if pool is None and reader is None:
         lw.bind(out, dst)
 
@@ -487,10 +538,49 @@ def concat_rule(lw: Lowering, node, params):
     lw.bind(out, dst)
 
 
+def _conv_reads_bn_relu(lw: Lowering, bn):
+    """``(relu, conv, index of conv)`` when the batch norm's only reader is a ReLU whose only
+    reader is a one-group convolution this module lowers (DenseNet's norm, relu, conv on every
+    concatenation): the convolution then normalises its input as it copies it in, and neither
+    the normalised nor the rectified map is stored. None otherwise."""
+    def only_reader(value):
+        users = lw.uses.get(value, [])
+        return lw.nodes[users[0]] if len(users) == 1 and value not in lw.wanted else None
+
+    relu = only_reader(bn.outputs[0])
+    if relu is None or relu.op != "relu" or relu.params or len(relu.outputs) != 1 \
+            or list(relu.inputs) != [bn.outputs[0]] or not lw._lowerable(relu):
+        return None
+    rule = lw.rules.get("relu")
+    if rule is None and getattr(getattr(lw.ops.get("relu"), "traits", None), "pointwise",
+                                None) is not None:
+        rule = lw.rules.get("*pointwise")
+    conv = only_reader(relu.outputs[0])
+    if rule is not pointwise_rule or conv is None or lw.rules.get(conv.op) is not conv_rule \
+            or conv.inputs[0] != relu.outputs[0] or not lw._lowerable(conv):
+        return None
+    params = evaluate_nested(dict(conv.params), lw.env)
+    w, b = (list(conv.inputs) + [None, None])[1:3]
+    wv = lw.consts.get(w)
+    try:
+        ok = (wv is not None and np.asarray(wv).dtype == np.float32 and np.ndim(wv) == 4
+              and (b is None or lw.is_f32(b)) and int(params.get("groups", 1)) == 1
+              and not set(params) - {"stride", "padding", "dilation", "groups", "activation"}
+              and params.get("activation") in P.CONV_ACTIVATIONS
+              and min(*_pair(params.get("stride", 1), "s"),
+                      *_pair(params.get("dilation", 1), "d")) >= 1
+              and min(_pair(params.get("padding", 0), "p")) >= 0)
+    except (Unsupported, TypeError, ValueError):
+        return None
+    return (relu, conv, lw.uses[relu.outputs[0]][0]) if ok else None
+
+
 def batch_norm_rule(lw: Lowering, node, params):
     """Evaluation batch norm with constant statistics as one pointwise pass,
     ``(x - mean) * (invstd * weight) + bias``, the per-channel vectors in the weight block
-    (the ones no convolution before it absorbed: DenseNet normalises concatenations)."""
+    (the ones no convolution before it absorbed: DenseNet normalises concatenations). Followed
+    by a ReLU and a convolution, each the only reader, it is no pass at all: the convolution
+    applies both to its input as it copies it in (`_conv_reads_bn_relu`, om_prologue.h)."""
     x, mean, var, w, b = (list(node.inputs) + [None] * 5)[:5]
     if params.get("training") or set(params) - {"training", "momentum", "eps"} \
             or mean is None or var is None or not lw.is_f32(x) or len(lw.shape(x)) < 2 \
@@ -505,6 +595,17 @@ def batch_norm_rule(lw: Lowering, node, params):
     if "w" in vec:
         scale = scale * vec["w"]
     arrays = {"m": vec["m"], "s": scale, "b": vec.get("b")}
+    target = _conv_reads_bn_relu(lw, node) if nd == 4 else None
+    if target is not None:  # the convolution applies it (and the ReLU) to its input
+        relu, conv, at = target
+        keys = tuple(lw.const_key(v) for v in (mean, var, w, b) if v is not None)
+        zero = np.zeros(c, np.float32)
+        offs = [lw.weights.plain((node.outputs[0], "pro", k, *keys), a if a is not None else zero)
+                for k, a in arrays.items()]
+        lw.fused[("prologue", id(conv))] = (x, *offs, at)
+        lw.fused[id(relu)] = None  # never stored
+        lw.last_use[x] = max(lw.last_use.get(x, at), at)
+        return
     vm, extra = VMBuilder(), {}
     bshape = (1, c) + (1,) * (nd - 2)
     for k, a in arrays.items():

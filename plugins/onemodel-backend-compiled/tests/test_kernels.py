@@ -73,14 +73,14 @@ CONV_CASES = [
     (7, 20, 1, 1, 0, 1, 1, None, False, 1, 1),       # one position: the GEMV at batch 1
     (17, 33, 1, 1, 0, 1, 1, "sigmoid", False, 6, 6),  # the largest map on the GEMM
     (17, 33, 1, 1, 0, 1, 1, "tanh", False, 6, 7),     # one more: the direct kernel
-    # depthwise on maps of at most 25 outputs (64 strided): 8 channels in the lanes (dw_small)
+    # depthwise on maps of at most 64 outputs (256 strided): 8 channels in the lanes (dw_small)
     (20, 20, 3, 1, 1, 1, 20, "relu", False, 2, 2),   # 2x2, channels not a multiple of 8
     (12, 12, 3, 1, 1, 1, 12, "sigmoid", False, 4, 4),  # an activation after ReLU's place
     (16, 16, 5, 2, 2, 1, 16, None, False, 7, 7),      # 5x5 stride 2 (EfficientNet's)
-    (9, 9, 3, 1, 2, 2, 9, "tanh", False, 5, 5),       # dilation 2, 25 outputs: the limit
-    (8, 8, 3, 1, 1, 1, 8, None, False, 6, 5),         # 30 outputs: the direct kernel
-    (10, 10, 3, 2, 1, 1, 10, "relu", False, 15, 15),  # stride 2, 64 outputs: the limit
-    (8, 8, 3, 2, 1, 1, 8, "relu", False, 19, 19),     # 100 outputs, stride 2: direct
+    (9, 9, 3, 1, 2, 2, 9, "tanh", False, 8, 8),       # dilation 2, 64 outputs: the limit
+    (8, 8, 3, 1, 1, 1, 8, None, False, 9, 8),         # 72 outputs: the direct kernel
+    (10, 10, 3, 2, 1, 1, 10, "relu", False, 31, 32),  # stride 2, 256 outputs: the limit
+    (8, 8, 3, 2, 1, 1, 8, "relu", False, 33, 33),     # 289 outputs, stride 2: direct
 ]
 
 
@@ -312,7 +312,8 @@ def test_conv_epilogue_reader_against_the_formula_and_numpy(reader, groups, k, s
                           padding=k // 2, groups=groups)
         return fn_reader(y)
 
-    x = (3 * rng.standard_normal((2, 8, 9, 10))).astype(np.float32)
+    # 17 x 18: a map large enough for the direct kernel at stride 2 too (9 x 9 outputs)
+    x = (3 * rng.standard_normal((2, 8, 17, 18))).astype(np.float32)
     x[0, 0, 2, 3], x[0, 1, 5, 5], x[1, 2, 0, 9] = np.nan, np.inf, -np.inf
     with np.errstate(invalid="ignore", over="ignore"):  # tracing runs the numpy kernels
         traced = om.trace(fn, Tensor.from_numpy(x), "batch", None, None, None)

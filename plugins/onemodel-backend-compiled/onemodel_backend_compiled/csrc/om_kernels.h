@@ -362,6 +362,9 @@ static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int
 }
 #undef I8
 
+#include "om_prologue.h"
+#include "om_transpose8.h"
+
 /* -- direct convolution without im2col ------------------------------------------------------------
  * The input of one image and group is copied once into a zero-padded buffer xp (Hp rows of
  * Wp = W + pw per channel at stride 1, see conv_direct; phase planes at other strides). An
@@ -404,10 +407,11 @@ static void SFX(pool2_rows)(const float *x, long ld, long Hq, long Wq, float *o,
 }
 
 /* first: start from zero (else from o0, the sums of earlier input channels); last: add the
- * bias and apply ReLU (else store the partial sums) */
-static void SFX(conv_tile)(long K, const long *koff, const float *xq, const float *wp,
-                           float *o0, long ldo, const float *bias, int relu, int first,
-                           int last) {
+ * bias and apply ReLU (else store the partial sums). Never inlined: inlined into conv_direct
+ * its 12 accumulators spilled (94 -> 45 GFLOP/s on a 64-channel 16x16 map) */
+static __attribute__((noinline)) void SFX(conv_tile)(
+        long K, const long *koff, const float *xq, const float *wp, float *o0, long ldo,
+        const float *bias, int relu, int first, int last) {
     V8 c00 = {0}, c01 = {0}, c02 = {0}, c10 = {0}, c11 = {0}, c12 = {0};
     V8 c20 = {0}, c21 = {0}, c22 = {0}, c30 = {0}, c31 = {0}, c32 = {0};
     if (!first) {
@@ -520,11 +524,14 @@ static void SFX(act_rows)(int act, float p0, float p1, float *x, long n) {
 #undef OM_ACT_ROWS
 }
 
-/* a depthwise convolution on a small map (at most 25 output positions at stride 1, where the
- * scalar gather and scatter below cost less than the direct kernel's per-channel setup, or 64
- * at larger strides, which the direct kernel runs over phase planes), 8 channels in
- * the 8 lanes: per block of 8 channels the zero-padded input is gathered as [Hp][Wp][8] and the
- * taps' weights as [k][8], so each output position is kh * kw vector FMAs over its window, with
+/* a depthwise convolution on a small map (at most 64 output positions at stride 1: 8x8 and
+ * below, where the gather and scatter below cost less than the direct kernel's per-channel
+ * setup, at 16x16 the two are even; at most 256 at larger strides, where the direct kernel
+ * builds phase planes: 3x3 stride 2 96 channels 32x32 -> 16x16 62 -> 45 us at b1), 8 channels
+ * in the 8 lanes: per block of 8 channels the zero-padded input
+ * is gathered as [Hp][Wp][8] (8 positions of 8 channels at a time through an 8x8 transpose in
+ * registers, and back for the output: the scalar moves were most of a 4x4 layer's time) and
+ * the taps' weights as [k][8], so each output position is kh * kw vector FMAs over its window, with
  * no tile of 24 positions mostly empty and no per-channel setup (a 960-channel layer on a 2x2
  * map was about 40 ns a channel). Same order of sums as dw_rows: the taps from zero, then the
  * bias. xb: scratch of (Hp Wp + kh kw + Ho Wo) * 8 floats. */
@@ -534,21 +541,33 @@ static void SFX(dw_small)(const float *x, const float *wpk, const float *bias, f
                           int act, float ep0, float ep1) {
     long Hp = H + 2 * ph, Wp = W + 2 * pw, K = kh * kw, HW = H * W, P = Ho * Wo;
     float *wb = xb + Hp * Wp * 8, *ob = wb + K * 8;
-    for (long nn = 0; nn < Nn; nn++)
-        for (long c0 = 0; c0 < C; c0 += 8) {
-            long nl = C - c0 < 8 ? C - c0 : 8;
-            memset(xb, 0, Hp * Wp * 8 * sizeof(float));
-            memset(wb, 0, K * 8 * sizeof(float));
-            float bl[8] = {0};
-            for (long l = 0; l < nl; l++) {
-                const float *src = x + (nn * C + c0 + l) * HW;
-                for (long h = 0; h < H; h++)
-                    for (long w = 0; w < W; w++)
-                        xb[((h + ph) * Wp + w + pw) * 8 + l] = src[h * W + w];
-                for (long k = 0; k < K; k++) wb[k * 8 + l] = wpk[(c0 + l) * 4 * K + 4 * k];
-                if (bias) bl[l] = bias[c0 + l];
-            }
-            V8 bv = SFX(ld8)(bl);
+    for (long c0 = 0; c0 < C; c0 += 8) {  /* a block's taps gathered once for every image */
+        long nl = C - c0 < 8 ? C - c0 : 8;
+        memset(wb, 0, K * 8 * sizeof(float));
+        float bl[8] = {0};
+        for (long l = 0; l < nl; l++) {
+            for (long k = 0; k < K; k++) wb[k * 8 + l] = wpk[(c0 + l) * 4 * K + 4 * k];
+            if (bias) bl[l] = bias[c0 + l];
+        }
+        V8 bv = SFX(ld8)(bl);
+        /* the padding and the lanes past nl stay zero: each image rewrites only the inside */
+        memset(xb, 0, Hp * Wp * 8 * sizeof(float));
+        for (long nn = 0; nn < Nn; nn++) {
+            const float *src = x + (nn * C + c0) * HW;
+            long p = 0;
+            if (nl == 8)  /* 8 channels x 8 positions transposed in registers */
+                for (; p + 8 <= HW; p += 8) {
+                    V8 r[8];
+                    for (int l = 0; l < 8; l++) r[l] = SFX(ld8)(src + l * HW + p);
+                    SFX(transpose8)(r);
+                    for (int q = 0; q < 8; q++) {
+                        long h = (p + q) / W, w = (p + q) % W;
+                        SFX(st8)(xb + ((h + ph) * Wp + w + pw) * 8, r[q]);
+                    }
+                }
+            for (; p < HW; p++)
+                for (long l = 0; l < nl; l++)
+                    xb[((p / W + ph) * Wp + p % W + pw) * 8 + l] = src[l * HW + p];
             for (long oh = 0; oh < Ho; oh++)
                 for (long ow = 0; ow < Wo; ow++) {
                     const float *base = xb + (oh * sh * Wp + ow * sw) * 8;
@@ -560,16 +579,71 @@ static void SFX(dw_small)(const float *x, const float *wpk, const float *bias, f
                     if (act == ACT_RELU) v = SFX(relu8)(v);
                     SFX(st8)(ob + (oh * Wo + ow) * 8, v);
                 }
-            for (long l = 0; l < nl; l++) {
-                float *o = out + (nn * C + c0 + l) * P;
-                for (long p = 0; p < P; p++) o[p] = ob[p * 8 + l];
-                if (act != ACT_NONE && act != ACT_RELU) SFX(act_rows)(act, ep0, ep1, o, P);
+            if (act != ACT_NONE && act != ACT_RELU)  /* the 8 lanes at once, not P at a time */
+                SFX(act_rows)(act, ep0, ep1, ob, P * 8);
+            float *o = out + (nn * C + c0) * P;
+            p = 0;
+            if (nl == 8)
+                for (; p + 8 <= P; p += 8) {
+                    V8 r[8];
+                    for (int q = 0; q < 8; q++) r[q] = SFX(ld8)(ob + (p + q) * 8);
+                    SFX(transpose8)(r);
+                    for (int l = 0; l < 8; l++) SFX(st8)(o + l * P + p, r[l]);
+                }
+            for (; p < P; p++)
+                for (long l = 0; l < nl; l++) o[l * P + p] = ob[p * 8 + l];
+        }
+    }
+}
+
+/* the phase planes of cig channels (see conv_direct): each input row is laid out once with its
+ * padding in tmp (Wp sw + 16 floats), then split by column phase; at column stride 2 the split
+ * is 8 even and 8 odd columns per two vector loads (this was a scalar loop with a bounds test
+ * per element, most of a strided depthwise convolution's time on a 32x32 map) */
+static void SFX(phase_planes)(const float *xg, float *xp, long cig, long H, long W, long sh,
+                              long sw, long ph, long pw, long Hph, long Wp, long plane,
+                              float *tmp, const SFX(Pro) *pro, long c0) {
+    typedef int32_t SFX(q8) __attribute__((vector_size(32)));
+    long wt = Wp * sw;
+    memset(tmp, 0, (wt + 16) * sizeof(float));  /* its padding stays zero: rows fill the inside */
+    for (long ci = 0; ci < cig; ci++)
+        for (long a = 0; a < sh; a++) {
+            float *pl = xp + (ci * sh + a) * sw * plane;  /* plane (a, 0); (a, b) b planes on */
+            for (long i = 0; i < Hph; i++) {
+                long h = i * sh + a - ph;
+                if (h < 0 || h >= H) {
+                    for (long b = 0; b < sw; b++)
+                        memset(pl + b * plane + i * Wp, 0, Wp * sizeof(float));
+                    continue;
+                }
+                SFX(pro_row)(pro, c0 + ci, xg + (ci * H + h) * W, tmp + pw, W);  /* W + pw <= wt */
+                if (sw == 2) {
+                    float *r0 = pl + i * Wp, *r1 = r0 + plane;
+                    long j = 0;
+                    for (; j + 8 <= Wp; j += 8) {
+                        V8 m0 = SFX(ld8)(tmp + 2 * j), m1 = SFX(ld8)(tmp + 2 * j + 8);
+#ifdef __clang__
+                        V8 ev = __builtin_shufflevector(m0, m1, 0, 2, 4, 6, 8, 10, 12, 14);
+                        V8 od = __builtin_shufflevector(m0, m1, 1, 3, 5, 7, 9, 11, 13, 15);
+#else
+                        V8 ev = __builtin_shuffle(m0, m1, (SFX(q8)){0, 2, 4, 6, 8, 10, 12, 14});
+                        V8 od = __builtin_shuffle(m0, m1, (SFX(q8)){1, 3, 5, 7, 9, 11, 13, 15});
+#endif
+                        SFX(st8)(r0 + j, ev); SFX(st8)(r1 + j, od);
+                    }
+                    for (; j < Wp; j++) { r0[j] = tmp[2 * j]; r1[j] = tmp[2 * j + 1]; }
+                } else
+                    for (long b = 0; b < sw; b++) {
+                        float *row = pl + b * plane + i * Wp;
+                        for (long j = 0; j < Wp; j++) row[j] = tmp[j * sw + b];
+                    }
             }
         }
 }
 
 /* f: x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, G, Ho, Wo, wpacked, bias, act, out,
- *    scratch, pool, sh, sw, p0, p1 (the activation's parameters, as doubles)
+ *    scratch, pool, sh, sw, p0, p1 (the activation's parameters, as doubles), then the input
+ *    prologue's mean, scale and shift (om_prologue.h; -1 for none; not on depthwise)
  * Stride s > 1 becomes stride 1 over phase planes: plane (a, b) of a channel holds the padded
  * input at rows i * sh + a and columns j * sw + b, so tap (u, t) of output (oh, ow) reads plane
  * (u dh % sh, t dw % sw) at (oh + u dh / sh, ow + t dw / sw): again a shifted slice. */
@@ -577,6 +651,7 @@ static void SFX(conv_direct)(const int64_t *f, float **bufs) {
 #define CADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
     const float *x = CADDR(f[0]), *wpk = CADDR(f[15]), *bias = CADDR(f[16]);
     float *out = CADDR(f[18]), *scr = CADDR(f[19]);
+    SFX(Pro) pro = {CADDR(f[25]), CADDR(f[26]), CADDR(f[27])};  /* batch norm + ReLU, or none */
 #undef CADDR
     long Nn = f[1], Cin = f[2], H = f[3], W = f[4], Cout = f[5], kh = f[6], kw = f[7];
     long ph = f[8], pw = f[9], dh = f[10], dw = f[11], G = f[12], Ho = f[13], Wo = f[14];
@@ -615,7 +690,7 @@ static void SFX(conv_direct)(const int64_t *f, float **bufs) {
         ep0 = (float)d0; ep1 = (float)d1;
     }
     long Hq = Ho / 2, Wq = Wo / 2;
-    if (cig == 1 && cog == 1 && !pool && Ho * Wo <= (strided ? 64 : 25)) {
+    if (cig == 1 && cog == 1 && !pool && Ho * Wo <= (strided ? 256 : 64)) {
         SFX(dw_small)(x, wpk, bias, out, scr, Nn, Cin, H, W, kh, kw, ph, pw, sh, sw, dh, dw,
                       Ho, Wo, act, ep0, ep1);
         return;
@@ -631,31 +706,30 @@ static void SFX(conv_direct)(const int64_t *f, float **bufs) {
         cc = cc > cig ? cig : cc;
         kchunk = cc * kh * kw;
     }
-    memset(xp, 0, xpn * sizeof(float));
+    /* a 1x1 stride-1 convolution without padding on a map of a multiple of 8 positions, 4
+     * output channels a group: the tiles write out in place (no compaction) and, without a
+     * prologue, read x in place (no padded copy); those two copies were up to half of a 16->96
+     * 1x1 convolution on 32x32 */
+    int out_inplace = kh == 1 && kw == 1 && !strided && ph == 0 && pw == 0 && !pool
+                      && (H * W) % 8 == 0 && cog % 4 == 0 && cig > 1;
+    int in_inplace = out_inplace && !pro.mean;
+    if (!in_inplace) memset(xp, 0, xpn * sizeof(float));
     for (long nn = 0; nn < Nn; nn++)
         for (long g = 0; g < G; g++) {
             const float *xg = x + (nn * Cin + g * cig) * H * W;
-            if (!strided)
+            const float *xs = in_inplace ? xg : xp;          /* what the tiles read */
+            float *og = out_inplace ? out + (nn * Cout + g * cog) * H * W : op;  /* and write */
+            long ldo = out_inplace ? H * W : nqr;
+            if (in_inplace)
+                ;
+            else if (!strided)
                 for (long ci = 0; ci < cig; ci++)
                     for (long h = 0; h < H; h++)
-                        memcpy(xp + ci * plane + (h + ph) * Wp + pw, xg + (ci * H + h) * W,
-                               W * sizeof(float));
+                        SFX(pro_row)(&pro, g * cig + ci, xg + (ci * H + h) * W,
+                                     xp + ci * plane + (h + ph) * Wp + pw, W);
             else  /* every position of every phase plane: an input value or a zero */
-                for (long ci = 0; ci < cig; ci++)
-                    for (long a = 0; a < sh; a++)
-                        for (long b = 0; b < sw; b++) {
-                            float *pl = xp + ((ci * sh + a) * sw + b) * plane;
-                            for (long i = 0; i < Hph; i++) {
-                                long h = i * sh + a - ph;
-                                float *row = pl + i * Wp;
-                                if (h < 0 || h >= H) { memset(row, 0, Wp * sizeof(float)); continue; }
-                                const float *src = xg + (ci * H + h) * W;
-                                for (long j = 0; j < Wp; j++) {
-                                    long w = j * sw + b - pw;
-                                    row[j] = w >= 0 && w < W ? src[w] : 0.0f;
-                                }
-                            }
-                        }
+                SFX(phase_planes)(xg, xp, cig, H, W, sh, sw, ph, pw, Hph, Wp, plane,
+                                  (float *)(koff + K), &pro, g * cig);
             const float *wg = wpk + g * cog4 * K;
             const float *bg = bias ? bias + g * cog : 0;
             for (long k0 = 0; k0 < K; k0 += kchunk)  /* input channels by chunks */
@@ -671,20 +745,21 @@ static void SFX(conv_direct)(const int64_t *f, float **bufs) {
                 for (long q0 = 0; q0 < nqr; q0 += CV_NR) {
                     if (nq - q0 <= 16) {  /* the tail: 8 positions at a time */
                         for (long q8 = q0; q8 < nq; q8 += 8)
-                            SFX(conv_tile8)(kn, koff + k0, xp + q8, wk, op + cb * nqr + q8,
-                                            nqr, bg ? bb : 0, act == ACT_RELU, first, last);
+                            SFX(conv_tile8)(kn, koff + k0, xs + q8, wk, og + cb * ldo + q8,
+                                            ldo, bg ? bb : 0, act == ACT_RELU, first, last);
                         break;
                     }
-                    SFX(conv_tile)(kn, koff + k0, xp + q0, wk, op + cb * nqr + q0, nqr,
+                    SFX(conv_tile)(kn, koff + k0, xs + q0, wk, og + cb * ldo + q0, ldo,
                                    bg ? bb : 0, act == ACT_RELU, first, last);
                 }
                 if (!last) continue;
                 /* these 4 channels, while they are in L1: pooled or compacted into out */
                 long ce = cb + 4 < cog ? cb + 4 : cog;
                 for (long co = cb; co < ce; co++) {
-                    float *oc = op + co * nqr;
+                    float *oc = og + co * ldo;
                     if (act != ACT_NONE && act != ACT_RELU)  /* ReLU was, in the tile */
                         SFX(act_rows)(act, ep0, ep1, oc, nq);
+                    if (out_inplace) continue;
                     if (pool) {  /* channels and images are written in order */
                         float *o = out + ((nn * Cout + g * cog + co) * Hq) * Wq;
                         SFX(pool2_rows)(oc, Wp, Hq, Wq, o, nn + 1 < Nn || g * cog + co + 1 < Cout);
@@ -731,6 +806,9 @@ static void SFX(conv1x1_gemm)(const int64_t *f, float **bufs) {
     if (act != ACT_NONE && act != ACT_RELU)
         SFX(act_rows)(act, (float)d0, (float)d1, out, Nn * Cout * HW);
 }
+
+#include "om_conv_gemm.h"
+#include "om_pool3.h"
 
 /* pack B = src^T (element (k, n) at src[n * ld + k], rows of src contiguous) into 16-column
  * panels: reads each row of src once, contiguously (the keys of attention) */
@@ -941,6 +1019,9 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
         case I_CONV_DIRECT:
             SFX(conv_direct)(f, bufs);
             break;
+        case I_CONV_GEMM:
+            SFX(conv_gemm)(f, bufs);
+            break;
         case I_MAXPOOL:
         case I_AVGPOOL: {
             /* x, NC, H, W, kh, kw, sh, sw, ph, pw, Ho, Wo, out */
@@ -950,6 +1031,9 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
             long ph = f[8], pw = f[9], Ho = f[10], Wo = f[11];
             int isavg = op == I_AVGPOOL;
             float inv = 1.0f / (float)(kh * kw);
+            if (!isavg && kh == 3 && kw == 3 && sh == 2 && sw == 2
+                && SFX(maxpool3s2)(x, out, NC, H, W, ph, pw, Ho, Wo))
+                break;
             if (!isavg && kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0
                 && 2 * Ho <= H && 2 * Wo <= W) {  /* (not a ceil-mode pool's clipped windows) */
                 for (long c = 0; c < NC; c++)   /* the common 2x2 window: two rows at a time */

@@ -1,0 +1,151 @@
+/* A convolution as an implicit GEMM (included by om_kernels.h after the packed GEMM and
+ * act_rows; compiled once per kernel copy like the rest).
+ *
+ * Every output position of every image is one row of A: its receptive field gathered as
+ * (input channel, kernel row, kernel column), zeros where the window covers padding. The
+ * weights were packed once, at lowering, as 16-column panels of the (cin kh kw) x cout matrix,
+ * so C = A W is the packed GEMM's 6x16 (or 4x16) register tiles with the bias and ReLU in the
+ * register epilogue; C (positions x channels) is then transposed back to channels first, and
+ * any other activation applied while the channel is in cache.
+ *
+ * On small maps (4x4, 2x2, 3x3 late in a network) this beats the direct kernel, whose tiles
+ * are 24 positions wide and mostly empty there: every row of a tile is a real output position.
+ * The GEMM goes over A in blocks of rows that stay in L2 with one weight panel, each panel
+ * streamed once per block (once in all when the block holds every row, the common case on a
+ * small map). */
+
+/* R (6 or 4) rows of A packed as ap[k][R] against one 16-column weight panel: one stream of
+ * A instead of R (the packed GEMM's ukr6x16 reads R rows at stride K); the epilogue as there */
+static inline __attribute__((always_inline)) void SFX(ukrp)(
+        const int R, long K, const float *ap, const float *bp, int mr, int nr, long m0, long n0,
+        float *C, long ldc, const SFX(Epi) *e) {
+    V8 c[12];
+    for (int q = 0; q < 2 * R; q++) c[q] = (V8){0};
+    for (long k = 0; k < K; k++) {
+        V8 b0 = SFX(ld8)(bp), b1 = SFX(ld8)(bp + 8);
+        bp += 16;
+        for (int r = 0; r < R; r++) {
+            V8 a = SFX(bc)(ap[r]);
+            c[2 * r] += a * b0; c[2 * r + 1] += a * b1;
+        }
+        ap += R;
+    }
+    if (SFX(fast_epi)(nr, e)) {
+        for (int r = 0; r < mr; r++) SFX(store16)(c[2 * r], c[2 * r + 1], m0 + r, n0, C, ldc, e);
+        return;
+    }
+    float tile[96];
+    for (int q = 0; q < 2 * R; q++) SFX(st8)(tile + 8 * q, c[q]);
+    SFX(store_tile)(tile, mr, nr, m0, n0, C, ldc, e);
+}
+
+static void SFX(ukrp6)(long K, const float *ap, const float *bp, int mr, int nr, long m0,
+                       long n0, float *C, long ldc, const SFX(Epi) *e) {
+    SFX(ukrp)(6, K, ap, bp, mr, nr, m0, n0, C, ldc, e);
+}
+
+static void SFX(ukrp4)(long K, const float *ap, const float *bp, int mr, int nr, long m0,
+                       long n0, float *C, long ldc, const SFX(Epi) *e) {
+    SFX(ukrp)(4, K, ap, bp, mr, nr, m0, n0, C, ldc, e);
+}
+
+/* the rows [m0, m1) of A (m = (n, oh, ow), k = (ci, u, t)) packed by tiles of 6 rows (4 for a
+ * last tile of at most 4) as [tile][k][rows], gathered from the zero-padded input xp
+ * ([n][ci][Hp][Wp]): no bounds checks, one offset per row and one per tap */
+static void SFX(pack_patches)(const float *xp, float *ap, long m0, long m1, long Cin, long Hp,
+                              long Wp, long kh, long kw, long dh, long dw, long sh, long sw,
+                              long Ho, long Wo, long *toff) {
+    long P = Ho * Wo, T = kh * kw, plane = Hp * Wp;
+    for (long u = 0, i = 0; u < kh; u++)
+        for (long t = 0; t < kw; t++, i++) toff[i] = u * dh * Wp + t * dw;
+    for (long mt = m0; mt < m1; mt += 6) {
+        int R = m1 - mt > 4 ? 6 : 4, mr = (int)(m1 - mt < R ? m1 - mt : R);
+        const float *pr[6];
+        for (int r = 0; r < R; r++) {
+            long m = mt + (r < mr ? r : 0), n = m / P, p = m % P;
+            pr[r] = xp + n * Cin * plane + (p / Wo) * sh * Wp + (p % Wo) * sw;
+        }
+        if (R == 6)
+            for (long ci = 0; ci < Cin; ci++, ap += 6 * T) {
+                long co = ci * plane;
+                for (long i = 0; i < T; i++) {
+                    long o = co + toff[i];
+                    float *a = ap + 6 * i;
+                    a[0] = pr[0][o]; a[1] = pr[1][o]; a[2] = pr[2][o];
+                    a[3] = pr[3][o]; a[4] = pr[4][o]; a[5] = pr[5][o];
+                }
+            }
+        else
+            for (long ci = 0; ci < Cin; ci++, ap += 4 * T) {
+                long co = ci * plane;
+                for (long i = 0; i < T; i++) {
+                    long o = co + toff[i];
+                    float *a = ap + 4 * i;
+                    a[0] = pr[0][o]; a[1] = pr[1][o]; a[2] = pr[2][o]; a[3] = pr[3][o];
+                }
+            }
+    }
+}
+
+/* f: x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, sh, sw, Ho, Wo, wpanels, bias, act, out,
+ *    scratch, p0, p1 (the activation's parameters, as doubles), then the input prologue's
+ *    mean, scale and shift (om_prologue.h; -1 for none)
+ * scratch: N Cin Hp Wp (rounded up to 16; none without padding or prologue) + mb' K (rounded
+ * up to 16; mb' is mb rounded up to whole tiles of 6) + N Ho Wo Cout + 2 kh kw + 2 floats,
+ * mb = conv_gemm_rows(K, N Ho Wo) */
+static long SFX(conv_gemm_rows)(long K, long M) {
+    long mb = (98304 / (K > 0 ? K : 1)) / 6 * 6;  /* about 384 KiB of A next to a panel in L2 */
+    if (mb < 6) mb = 6;
+    return mb < M ? mb : M;
+}
+
+static void SFX(conv_gemm)(const int64_t *f, float **bufs) {
+#define CADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
+    const float *x = CADDR(f[0]), *wp = CADDR(f[16]), *bias = CADDR(f[17]);
+    float *out = CADDR(f[19]), *scr = CADDR(f[20]);
+    SFX(Pro) pro = {CADDR(f[23]), CADDR(f[24]), CADDR(f[25])};  /* batch norm + ReLU, or none */
+#undef CADDR
+    long Nn = f[1], Cin = f[2], H = f[3], W = f[4], Cout = f[5], kh = f[6], kw = f[7];
+    long ph = f[8], pw = f[9], dh = f[10], dw = f[11], sh = f[12], sw = f[13];
+    long Ho = f[14], Wo = f[15];
+    int act = (int)f[18];
+    double d0, d1;
+    memcpy(&d0, f + 21, 8); memcpy(&d1, f + 22, 8);
+    long K = Cin * kh * kw, P = Ho * Wo, M = Nn * P, np = (Cout + 15) / 16;
+    long Hp = H + 2 * ph, Wp = W + 2 * pw, padded = ph != 0 || pw != 0 || pro.mean;
+    long xpn = padded ? (Nn * Cin * Hp * Wp + 15) / 16 * 16 : 0;
+    long mb = SFX(conv_gemm_rows)(K, M);
+    float *xp = scr, *A = scr + xpn, *C = A + ((mb + 5) / 6 * 6 * K + 15) / 16 * 16;
+    long *toff = (long *)(C + (M * Cout + 1) / 2 * 2);  /* 8-byte aligned */
+    if (!padded) xp = (float *)x;  /* nothing to pad or normalise: gather from x itself */
+    else {
+        memset(xp, 0, Nn * Cin * Hp * Wp * sizeof(float));
+        for (long c = 0; c < Nn * Cin; c++)
+            for (long h = 0; h < H; h++)
+                SFX(pro_row)(&pro, c % Cin, x + (c * H + h) * W, xp + (c * Hp + h + ph) * Wp + pw,
+                             W);
+    }
+    SFX(Epi) e = {bias, bias ? 1 : 0, 0, 0, act == ACT_RELU ? ACT_RELU : ACT_NONE};
+    for (long m0b = 0; m0b < M; m0b += mb) {
+        long m1b = m0b + mb < M ? m0b + mb : M;
+        SFX(pack_patches)(xp, A, m0b, m1b, Cin, Hp, Wp, kh, kw, dh, dw, sh, sw, Ho, Wo, toff);
+        for (long j = 0; j < np; j++) {  /* one panel against every row of the block */
+            const float *b = wp + j * 16 * K;
+            long n0 = j * 16;
+            int nr = (int)(Cout - n0 < 16 ? Cout - n0 : 16);
+            const float *ap = A;
+            for (long m0 = m0b; m0 < m1b; m0 += 6, ap += 6 * K) {
+                int mr = (int)(m1b - m0 < 6 ? m1b - m0 : 6);
+                if (mr <= 4) SFX(ukrp4)(K, ap, b, mr, nr, m0, n0, C, Cout, &e);
+                else SFX(ukrp6)(K, ap, b, mr, nr, m0, n0, C, Cout, &e);
+            }
+        }
+    }
+    for (long n = 0; n < Nn; n++)  /* positions x channels -> channels first */
+        for (long co = 0; co < Cout; co++) {
+            const float *c = C + n * P * Cout + co;
+            float *o = out + (n * Cout + co) * P;
+            for (long p = 0; p < P; p++) o[p] = c[p * Cout];
+            if (act != ACT_NONE && act != ACT_RELU) SFX(act_rows)(act, (float)d0, (float)d1, o, P);
+        }
+}
