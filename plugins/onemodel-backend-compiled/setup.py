@@ -9,6 +9,7 @@ setup(ext_modules=[Extension(
     sources=["onemodel_backend_compiled/csrc/native.c"],
     depends=["onemodel_backend_compiled/csrc/om_kernels.h",
              "onemodel_backend_compiled/csrc/om_math.h",
+             "onemodel_backend_compiled/csrc/om_masks.h",
              "onemodel_backend_compiled/csrc/om_program.h"],
     extra_compile_args=["-O3", "-std=gnu11", "-fno-math-errno", "-fno-trapping-math",
                         "-fno-strict-aliasing",

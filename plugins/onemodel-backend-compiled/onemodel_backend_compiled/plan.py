@@ -20,6 +20,16 @@ def _view(bufs, loc: Loc) -> np.ndarray:
                       strides=tuple(s * 4 for s in loc.strides))
 
 
+def _typed(bufs, loc: Loc, dtype) -> np.ndarray:
+    """A value in native memory as numpy sees it: float32 as is, bool from its 0.0 / 1.0 floats
+    (a copy), int64 over its 8-byte elements (`lower` module doc)."""
+    if dtype == np.int64:
+        return np.ndarray(loc.shape, np.int64, buffer=bufs[loc.buf], offset=loc.off * 4,
+                          strides=tuple(s * 4 for s in loc.strides))
+    v = _view(bufs, loc)
+    return v if dtype == np.float32 else v.astype(dtype)
+
+
 def _fix(value, dtype) -> np.ndarray:
     if isinstance(value, (tuple, list)) and len(value) == 1:
         value = value[0]
@@ -38,7 +48,7 @@ class NativePlan:
         self.source = lw.describe()
         self.arena_floats = max(16, lw.arena.size)
         self.feed_names = lw.feeds
-        self.feed_native = [lw.types[f].dtype.numpy == np.float32 for f in lw.feeds]
+        self.feed_native = [lw.types[f].dtype.numpy in (np.float32, np.int64) for f in lw.feeds]
         n_f = len(lw.feeds)
         self.direct = [lw.direct.get(j) is not None for j in range(len(lw.wanted))]
         self.out_types = [lw.types[w] for w in lw.wanted]
@@ -63,7 +73,8 @@ class NativePlan:
                      and all(self.direct) and len(set(self.output_names)) == len(self.direct)
                      else None)
         self._out_shapes = [tuple(t.shape) for t in self.out_types]
-        self._feed_args = (self.feed_names[0] if self.feed_native == [True] else None)
+        self._feed_args = (self.feed_names[0] if self.feed_native == [True]
+                           and lw.types[lw.feeds[0]].dtype.numpy == np.float32 else None)
 
     def _arena(self) -> np.ndarray:
         try:
@@ -121,7 +132,7 @@ class NativePlan:
                 if kind == "direct":
                     result[name] = o
                 elif kind == "loc":
-                    result[name] = _view(bufs, what).copy()
+                    result[name] = np.array(_typed(bufs, what, t.dtype.numpy))
                 elif kind == "const":
                     result[name] = np.array(what, dtype=t.dtype.numpy)
                 elif kind == "feed":
@@ -139,6 +150,10 @@ class NativePlan:
                 args.append(None)
             elif spec[0] == "loc":
                 args.append(_view(bufs, spec[1]))
+            elif spec[0] == "loc_bool":
+                args.append(_view(bufs, spec[1]) != 0)
+            elif spec[0] == "loc_i64":
+                args.append(_typed(bufs, spec[1], np.int64))
             elif spec[0] == "const":
                 args.append(spec[1])
             elif spec[0] == "feed":
@@ -179,7 +194,7 @@ class NativePlan:
             if v in feeds:
                 return feeds[v]
             if v in lw.locs:
-                return _view(bufs, lw.locs[v])
+                return _typed(bufs, lw.locs[v], lw.types[v].dtype.numpy)
             raise KeyError(v)
 
         seen = []

@@ -13,6 +13,7 @@ from onemodel.core.symbolic import evaluate_nested
 
 from . import program as P
 from .lower import Loc, Lowering, contiguous_strides, squeeze_dims
+from .views import reshape_view, split_view
 from .pointwise import ADD, MUL, SUB, UNARY, Unsupported, VMBuilder, formula_code, op_code
 
 ACC = -1
@@ -33,7 +34,7 @@ def same_order_view(lw: Lowering, node, params):
 def permute_view(axes_of):
     def rule(lw: Lowering, node, params):
         x, out = node.inputs[0], node.outputs[0]
-        loc = lw.loc(x)
+        loc = lw.loc(x, ints=True)
         axes = axes_of(params, len(loc.shape))
         lw.bind(out, loc.with_view(tuple(loc.shape[a] for a in axes),
                                    tuple(loc.strides[a] for a in axes)))
@@ -55,7 +56,7 @@ def index_view(lw: Lowering, node, params):
     """Basic indexing with positive-step slices and integers (shufflenet's channel split) as a
     view: an offset and strides, no copy."""
     x, out = node.inputs[0], node.outputs[0]
-    loc = lw.loc(x)
+    loc = lw.loc(x, ints=True)
     index = params.get("index")
     if not isinstance(index, (tuple, list)) or len(index) > len(loc.shape):
         raise Unsupported("index form")
@@ -82,7 +83,7 @@ def index_view(lw: Lowering, node, params):
 
 def expand_view(lw: Lowering, node, params):
     x, out = node.inputs[0], node.outputs[0]
-    loc = lw.loc(x)
+    loc = lw.loc(x, ints=True)
     shape = lw.shape(out)
     lw.bind(out, loc.with_view(shape, broadcast_strides(loc, shape)))
 
@@ -658,10 +659,18 @@ def pointwise_rule(lw: Lowering, node, params):
     else:
         regs = [vm.load(v) for v in node.inputs if v is not None]
         acc = _step(lw, vm, node.op, params, regs)
-    if not all(lw.is_f32(v) for v in vm.inputs):
+    if not _vm_dtypes_ok(lw, node, vm.inputs):
         raise Unsupported("dtype")
     vm.finish(acc)
     _emit_vm(lw, vm, None, {})
+
+
+def _vm_dtypes_ok(lw: Lowering, node, inputs) -> bool:
+    """float32 results of float32 or bool inputs (bools are 0.0 / 1.0, numpy's promotion); a
+    bool result only of ops that are logical on 0 / 1 (and: mul, or: maximum, minimum)."""
+    if lw.is_f32(node.outputs[0]):
+        return all(lw.is_f32(v) or lw.is_bool(v) for v in inputs)
+    return node.op in ("mul", "maximum", "minimum") and all(lw.is_bool(v) for v in inputs)
 
 
 def _emit_vm(lw: Lowering, vm: VMBuilder, dst: Loc | None, extra: dict) -> None:
@@ -731,5 +740,12 @@ for _name in list(UNARY) + ["add", "sub", "mul", "div", "maximum", "minimum", "p
                             "clip"]:
     RULES.setdefault(_name, pointwise_rule)
 RULES["identity"] = same_order_view
+RULES.update({"reshape": reshape_view, "flatten": reshape_view, "squeeze": reshape_view,
+              "unsqueeze": reshape_view, "identity": reshape_view, "split": split_view})
+
+# text models' embeddings and masks (text_rules imports this module's VM emitter)
+from .text_rules import TEXT_RULES  # noqa: E402
+
+RULES.update(TEXT_RULES)
 
 __all__ = ["RULES"]

@@ -333,6 +333,13 @@ static inline V8 SFX(tanh8)(V8 x) {
 
 static inline V8 SFX(sigmoid8)(V8 x) { return 0.5f * SFX(tanh8)(0.5f * x) + 0.5f; }
 
+/* om_gelu_tanh on 8 lanes (GPT-2's activation; the scalar loop calls tanh through exp and does
+ * not vectorise) */
+static inline V8 SFX(gelu_tanh8)(V8 x) {
+    V8 u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + SFX(tanh8)(u));
+}
+
 /* y = softmax(scale * x) over n values (y may be x); NaN anywhere gives NaN everywhere, as the
  * numpy kernel's max does. The sum is in SFX(sum)'s order. With normalize 0, y holds the
  * exponentials and the sum is returned (attention divides its output rows instead). */
@@ -750,6 +757,8 @@ static void SFX(pack_bt)(const float *src, long K, long N, long ld, float *dst) 
 }
 
 /* -- the pointwise VM: a chain of ops over blocks of 64 elements -------------------------------- */
+#include "om_masks.h"
+
 #define VM_BLK 64
 /* rd = f(ra): 8 lanes at a time (VEC, of the V8 v), the scalar formula (SCALAR, of i) for the
  * rest; GCC does not vectorise the scalar exp (its float-to-int rounding), so the transcendental
@@ -797,11 +806,12 @@ static void SFX(vm_block)(const int64_t *code, long ncode, const float *consts, 
         case VM_RELU: for (long i = 0; i < n; i++) rd[i] = om_relu(ra[i]); break;
         case VM_ERF: for (long i = 0; i < n; i++) rd[i] = om_erf(ra[i]); break;
         case VM_GELU: for (long i = 0; i < n; i++) rd[i] = om_gelu(ra[i]); break;
-        case VM_GELU_TANH: for (long i = 0; i < n; i++) rd[i] = om_gelu_tanh(ra[i]); break;
+        case VM_GELU_TANH: OM_VM_UNARY8(SFX(gelu_tanh8)(v), om_gelu_tanh(ra[i])); break;
         case VM_SQUARE: for (long i = 0; i < n; i++) rd[i] = ra[i] * ra[i]; break;
         case VM_RECIP: for (long i = 0; i < n; i++) rd[i] = 1.0f / ra[i]; break;
         case VM_SWISH: OM_VM_UNARY8(v * SFX(sigmoid8)(v), ra[i] * om_sigmoid(ra[i])); break;
         case VM_COPY: memcpy(rd, ra, n * sizeof(float)); break;
+        OM_VM_MASK_CASES
         default: break;
         }
     }
@@ -1044,6 +1054,9 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
                     else for (long h = 0; h < sh[5]; h++) *dd++ = p[h * st[5]];
                 }
             break; }
+        case I_GATHER:
+            if (!SFX(gather)(f, bufs)) return idx;
+            break;
         case I_FAIL:
             return idx;
         default:
