@@ -33,10 +33,23 @@ def take_rule(lw: Lowering, node, params):
     every index first and fails the segment on one out of range (the numpy kernel then names
     the node)."""
     x, ind = node.inputs[:2]
+    if set(params) - {"axis"}:
+        raise Unsupported("take: options")
+    _take(lw, node, x, ind, params.get("axis"), negative=True)
+
+
+def embedding_rule(lw: Lowering, node, params):
+    """embedding(indices, weight): weight's rows, indices in [0, rows) (no negative ones)."""
+    ind, w = node.inputs[:2]
+    if params or len(lw.shape(w)) != 2:
+        raise Unsupported("embedding: options or weight rank")
+    _take(lw, node, w, ind, 0, negative=False)
+
+
+def _take(lw: Lowering, node, x: str, ind: str, axis, negative: bool) -> None:
     out = node.outputs[0]
-    if not (lw.is_f32(x) or lw.is_bool(x)) or set(params) - {"axis"}:
-        raise Unsupported("take: data dtype or options")
-    axis = params.get("axis")
+    if not (lw.is_f32(x) or lw.is_bool(x)):
+        raise Unsupported("take: data dtype")
     consts = _const_indices(lw, ind)
     if consts is None and not lw.is_i64(ind):
         raise Unsupported("take: indices dtype")
@@ -49,7 +62,7 @@ def take_rule(lw: Lowering, node, params):
         axis = int(axis) % len(loc.shape)
     n = loc.shape[axis]
     if consts is not None:
-        if consts.size and (consts.min() < -n or consts.max() >= n):
+        if consts.size and (consts.min() < (-n if negative else 0) or consts.max() >= n):
             raise Unsupported("take: a constant index out of range (numpy names the node)")
         flat = np.where(consts < 0, consts + n, consts).reshape(-1)
         if flat.size == 1 or (flat.size > 1 and np.all(np.diff(flat) == 1)):
@@ -77,7 +90,8 @@ def take_rule(lw: Lowering, node, params):
     outer = math.prod(loc.shape[:axis])
     inner = math.prod(loc.shape[axis + 1:])
     dst = lw.dest(out)
-    lw.emit(P.instruction(P.I_GATHER, loc.addr, outer, n, inner, iaddr, nidx, dst.addr))
+    lw.emit(P.instruction(P.I_GATHER, loc.addr, outer, n, inner, iaddr, nidx, dst.addr,
+                          1 if negative else 0))
     lw.bind(out, dst)
 
 
@@ -141,7 +155,7 @@ def mask_rule(lw: Lowering, node, params):
         raise Unsupported(op)
 
 
-TEXT_RULES = {"take": take_rule, "isnan": mask_rule, "where": mask_rule, "cast": mask_rule,
+TEXT_RULES = {"take": take_rule, "embedding": embedding_rule, "isnan": mask_rule, "where": mask_rule, "cast": mask_rule,
               **{name: mask_rule for name in _COMPARE}}
 
-__all__ = ["TEXT_RULES", "take_rule", "mask_rule"]
+__all__ = ["TEXT_RULES", "take_rule", "embedding_rule", "mask_rule"]

@@ -19,19 +19,20 @@
     case VM_LT: for (long i = 0; i < n; i++) rd[i] = ra[i] < rb[i] ? 1.0f : 0.0f; break; \
     case VM_LE: for (long i = 0; i < n; i++) rd[i] = ra[i] <= rb[i] ? 1.0f : 0.0f; break;
 
-/* I_GATHER: x, outer, n, inner, idx, nidx, out. out[o][i][:] = x[o][idx[i]][:] (rows of inner
- * floats; negative indices count from the end). Every index is checked before anything is
+/* I_GATHER: x, outer, n, inner, idx, nidx, out, negative. out[o][i][:] = x[o][idx[i]][:] (rows
+ * of inner floats; with negative 1, indices from -n count from the end as numpy's take, with 0
+ * they must be in [0, n) as torch's embedding). Every index is checked before anything is
  * written: 0 when one is out of range (the plan re-runs the segment on numpy to name the node). */
 static int SFX(gather)(const int64_t *f, float **bufs) {
 #define ADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
     const float *x = ADDR(f[0]);
-    long outer = f[1], n = f[2], inner = f[3], nidx = f[5];
+    long outer = f[1], n = f[2], inner = f[3], nidx = f[5], lo = f[7] ? -n : 0;
     const float *ip = ADDR(f[4]);
     float *o = ADDR(f[6]);
 #undef ADDR
     for (long i = 0; i < nidx; i++) {
         int64_t k; memcpy(&k, ip + 2 * i, 8);
-        if (k < -n || k >= n) return 0;
+        if (k < lo || k >= n) return 0;
     }
     for (long a = 0; a < outer; a++)
         for (long i = 0; i < nidx; i++) {

@@ -1,0 +1,285 @@
+"""The glue of text models on the compiled backend, against the numpy backend and numpy formulas
+written here: take / embedding by int64 token ids (negative indices, out of range naming the
+node), constant indices as views, split and reshapes of strided pieces as views, and the
+attention mask chain (int64 mask, casts, comparisons, where, isnan) with NaN, inf and -0.0,
+on both kernel copies, at several batch sizes and sequence lengths (symbolic dims)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import onemodel as om
+from onemodel.core.graph import GraphBuilder
+from onemodel.core.interpreter import NodeExecutionError
+from onemodel.core.symbolic import Dim
+from onemodel.core.types import TensorType
+from onemodel_backend_compiled import _native
+
+F32, I64, BOOL = om.DType.F32, om.DType.I64, om.DType.BOOL
+B, S = Dim.symbol("batch"), Dim.symbol("seq")
+
+
+@pytest.fixture(params=["native", "generic"])
+def isa(request):
+    before = _native.isa()
+    _native.use(before if request.param == "native" else "generic")
+    yield _native.isa()
+    _native.use(before)
+
+
+def _sessions(graph):
+    return (om.Session(graph, backend="numpy", optimization="none"),
+            om.Session(graph, backend="compiled", optimization="none"))
+
+
+def _run_both(graph, feeds, all_native=True):
+    ref_s, got_s = _sessions(graph)
+    if all_native:
+        src = got_s.plan_source(feeds)
+        assert " 0 on numpy" in src, src
+    ref = {k: v.numpy() for k, v in ref_s.run(feeds).items()}
+    got = {k: v.numpy() for k, v in got_s.run(feeds).items()}
+    for k in ref:
+        assert got[k].dtype == ref[k].dtype and got[k].shape == ref[k].shape, k
+    return ref, got
+
+
+def _table(v=7, d=5, seed=0):
+    t = np.random.default_rng(seed).standard_normal((v, d)).astype(np.float32)
+    t[1, 0], t[2, 3], t[3, 4] = np.nan, np.inf, -np.inf
+    return t
+
+
+def _embed_graph(op="take", d=5):
+    gb = GraphBuilder()
+    gb.add_input("ids", TensorType(I64, (B, S)))
+    table = _table(d=d)
+    gb.add_initializer("table", table)
+    t = TensorType(F32, (B, S, d))
+    if op == "take":
+        e, = gb.add_node("take", ["table", "ids"], [t], {"axis": 0})
+    else:
+        e, = gb.add_node("embedding", ["ids", "table"], [t])
+    y, = gb.add_node("relu", [e.name], [t])  # a native reader after the gather
+    return gb.finish([("emb", e.name), ("y", y.name)]), table
+
+
+@pytest.mark.parametrize("b,s", [(1, 1), (1, 6), (3, 4)])
+def test_take_by_fed_token_ids_with_negative_indices(b, s, isa):
+    graph, table = _embed_graph()
+    ids = np.random.default_rng(b * 10 + s).integers(-7, 7, (b, s))
+    ref, got = _run_both(graph, {"ids": ids})
+    np.testing.assert_array_equal(got["emb"], table[ids])  # numpy wraps negative indices
+    np.testing.assert_array_equal(got["emb"], ref["emb"])
+    np.testing.assert_array_equal(got["y"], ref["y"])
+
+
+def test_take_reads_ids_through_a_reshape_view_of_the_feed(isa):
+    gb = GraphBuilder()
+    gb.add_input("ids", TensorType(I64, (B, S)))
+    table = _table()
+    gb.add_initializer("table", table)
+    flat, = gb.add_node("reshape", ["ids"], [TensorType(I64, (B * S,))], {"shape": (-1,)})
+    e, = gb.add_node("take", ["table", flat.name], [TensorType(F32, (B * S, 5))], {"axis": 0})
+    graph = gb.finish([("emb", e.name), ("flat", flat.name)])
+    ids = np.array([[0, 6, -1], [2, 3, 4]])
+    ref, got = _run_both(graph, {"ids": ids})
+    np.testing.assert_array_equal(got["emb"], table[ids.reshape(-1)])
+    np.testing.assert_array_equal(got["flat"], ids.reshape(-1))  # an int64 view as an output
+    assert got["flat"].dtype == np.int64
+
+
+@pytest.mark.parametrize("op,bad", [("take", 7), ("take", -8), ("embedding", -1),
+                                    ("embedding", 7)])
+def test_out_of_range_index_names_the_node_as_numpy_does(op, bad, isa):
+    graph, _ = _embed_graph(op)
+    ids = np.array([[0, 1, bad, 2]])
+    ref_s, got_s = _sessions(graph)
+    assert " 0 on numpy" in got_s.plan_source({"ids": ids})
+    with pytest.raises(NodeExecutionError) as want:
+        ref_s.run({"ids": ids})
+    with pytest.raises(NodeExecutionError) as err:
+        got_s.run({"ids": ids})
+    assert str(err.value) == str(want.value)
+    assert op in str(err.value)
+    # the session still runs good ids afterwards
+    good = np.array([[0, 1, 2, 3]])
+    np.testing.assert_array_equal(got_s.run({"ids": good})["emb"].numpy(),
+                                  ref_s.run({"ids": good})["emb"].numpy())
+
+
+def test_embedding_by_fed_ids(isa):
+    graph, table = _embed_graph("embedding", d=16)
+    ids = np.array([[6, 0, 3], [1, 1, 2]])
+    ref, got = _run_both(graph, {"ids": ids})
+    np.testing.assert_array_equal(got["emb"], table[ids])
+    np.testing.assert_array_equal(got["y"], ref["y"])
+
+
+@pytest.mark.parametrize("index,axis", [(np.array(2), 1), (np.array(-1), 0),
+                                        (np.array([1, 2, 3]), 1), (np.array([[3, 0], [1, -1]]), 1),
+                                        (np.array([5, 0, -12]), None), (np.array(-3), 2)])
+def test_take_with_constant_indices(index, axis, isa):
+    """A scalar index or an increasing run is a view, other constant indices a gather."""
+    x = np.random.default_rng(5).standard_normal((2, 4, 3)).astype(np.float32)
+    x[1, 2, 0] = np.nan
+    gb = GraphBuilder()
+    gb.add_input("x", TensorType(F32, (2, 4, 3)))
+    gb.add_initializer("idx", index.astype(np.int64))
+    want = np.take(x, index, axis=axis)
+    y, = gb.add_node("relu", ["x"], [TensorType(F32, (2, 4, 3))])
+    t, = gb.add_node("take", [y.name, "idx"], [TensorType(F32, want.shape)], {"axis": axis})
+    z, = gb.add_node("neg", [t.name], [TensorType(F32, want.shape)])
+    graph = gb.finish([("t", t.name), ("z", z.name)])
+    ref, got = _run_both(graph, {"x": x})
+    relu = np.where(np.isnan(x), x, np.maximum(x, 0))
+    np.testing.assert_array_equal(got["t"], np.take(relu, index, axis=axis))
+    np.testing.assert_array_equal(got["z"], ref["z"])
+
+
+def test_constant_index_out_of_range_fails_as_on_numpy():
+    gb = GraphBuilder()
+    gb.add_input("x", TensorType(F32, (2, 3)))
+    gb.add_initializer("idx", np.array(3, np.int64))
+    t, = gb.add_node("take", ["x", "idx"], [TensorType(F32, (2,))], {"axis": 1})
+    ref_s, got_s = _sessions(gb.finish([("t", t.name)]))
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(NodeExecutionError) as want:
+        ref_s.run({"x": x})
+    with pytest.raises(NodeExecutionError) as err:
+        got_s.run({"x": x})
+    assert str(err.value) == str(want.value) and "out of bounds" in str(err.value)
+
+
+@pytest.mark.parametrize("s", [1, 5])
+def test_split_of_a_fused_projection_into_heads_is_views(s, isa):
+    """GPT-2's attention input: one linear to 3 * d, split on the last axis, each piece reshaped
+    to heads and permuted; the pieces and their reshapes are views (no copy instruction)."""
+    d, h = 8, 2
+    rng = np.random.default_rng(s)
+    w = rng.standard_normal((3 * d, d)).astype(np.float32)
+    gb = GraphBuilder()
+    gb.add_input("x", TensorType(F32, (B, S, d)))
+    gb.add_initializer("w", w)
+    qkv, = gb.add_node("linear", ["x", "w"], [TensorType(F32, (B, S, 3 * d))])
+    pieces = gb.add_node("split", [qkv.name], [TensorType(F32, (B, S, d))] * 3,
+                         {"sizes": (d, d, d), "axis": 2})
+    heads = []
+    for p in pieces:
+        r, = gb.add_node("reshape", [p.name], [TensorType(F32, (B, S, h, d // h))],
+                         {"shape": (B, S, -1, d // h)})
+        t, = gb.add_node("permute", [r.name], [TensorType(F32, (B, h, S, d // h))],
+                         {"axes": (0, 2, 1, 3)})
+        heads.append(t.name)
+    kt, = gb.add_node("transpose", [heads[1]], [TensorType(F32, (B, h, d // h, S))],
+                      {"axis0": 2, "axis1": 3})
+    sc, = gb.add_node("matmul", [heads[0], kt.name], [TensorType(F32, (B, h, S, S))])
+    graph = gb.finish([("scores", sc.name), ("v", heads[2])])
+    x = rng.standard_normal((2, s, d)).astype(np.float32)
+    ref, got = _run_both(graph, {"x": x})
+    qkv_ = (x.astype(np.float64) @ w.T.astype(np.float64))
+    q, k, v = (qkv_[..., i * d:(i + 1) * d].reshape(2, s, h, d // h).transpose(0, 2, 1, 3)
+               for i in range(3))
+    np.testing.assert_allclose(got["scores"], q @ k.transpose(0, 1, 3, 2), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got["v"], v, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["scores"], ref["scores"], rtol=1e-4, atol=1e-5)
+    src = _sessions(graph)[1].plan_source({"x": x})
+    assert "copy        reshape" not in src and "split" not in src.split("\n", 1)[1], src
+
+
+def _mask_graph():
+    """HF-style: an int64 attention mask -> bool -> where(mask, 0, -inf) added to scores ->
+    softmax -> where(isnan(p), 0, p), plus comparisons and casts with bool outputs."""
+    gb = GraphBuilder()
+    gb.add_input("scores", TensorType(F32, (B, 2, S, S)))
+    gb.add_input("mask", TensorType(I64, (B, S)))
+    gb.add_initializer("zero", np.zeros(1, np.float32))
+    gb.add_initializer("ninf", np.array([-np.inf], np.float32))
+    gb.add_initializer("causal", np.tril(np.ones((6, 6), bool)))
+    mb, = gb.add_node("cast", ["mask"], [TensorType(BOOL, (B, S))], {"dtype": BOOL})
+    m4, = gb.add_node("reshape", [mb.name], [TensorType(BOOL, (B, 1, 1, S))],
+                      {"shape": (B, 1, 1, S)})
+    add, = gb.add_node("where", [m4.name, "zero", "ninf"], [TensorType(F32, (B, 1, 1, S))])
+    logits, = gb.add_node("add", ["scores", add.name], [TensorType(F32, (B, 2, S, S))])
+    p, = gb.add_node("softmax", [logits.name], [TensorType(F32, (B, 2, S, S))], {"axis": -1})
+    nan, = gb.add_node("isnan", [p.name], [TensorType(BOOL, (B, 2, S, S))])
+    safe, = gb.add_node("where", [nan.name, "zero", p.name], [TensorType(F32, (B, 2, S, S))])
+    mf, = gb.add_node("cast", ["mask"], [TensorType(F32, (B, S))], {"dtype": F32})
+    outs = [("p", safe.name), ("isnan", nan.name), ("mask_f32", mf.name)]
+    for op in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+        c, = gb.add_node(op, ["scores", p.name], [TensorType(BOOL, (B, 2, S, S))])
+        outs.append((op, c.name))
+    sb, = gb.add_node("cast", ["scores"], [TensorType(BOOL, (B, 2, S, S))], {"dtype": BOOL})
+    both, = gb.add_node("mul", [sb.name, nan.name], [TensorType(BOOL, (B, 2, S, S))])
+    back, = gb.add_node("cast", [both.name], [TensorType(F32, (B, 2, S, S))], {"dtype": F32})
+    outs += [("scores_bool", sb.name), ("and", both.name), ("and_f32", back.name)]
+    return gb.finish(outs)
+
+
+@pytest.mark.parametrize("b,s", [(1, 1), (1, 4), (3, 6)])
+def test_attention_mask_chain_native_as_numpy(b, s, isa):
+    rng = np.random.default_rng(b + s)
+    scores = rng.standard_normal((b, 2, s, s)).astype(np.float32)
+    scores.flat[::7] = 0.0
+    scores.flat[1::11] = -0.0
+    scores.flat[2::13] = np.nan
+    scores.flat[3::17] = np.inf
+    mask = rng.integers(0, 2, (b, s)).astype(np.int64)
+    mask[:, 0] = 1
+    mask[0, 0] = (1 << 40) + 1  # nonzero int64 beyond float32's integers
+    if b > 1:
+        mask[-1, :] = 0  # a fully masked row: softmax of -inf is NaN, then zeroed
+    ref, got = _run_both(_mask_graph(), {"scores": scores, "mask": mask})
+    for k in ref:
+        if ref[k].dtype == np.bool_:
+            np.testing.assert_array_equal(got[k], ref[k], err_msg=k)
+        else:
+            np.testing.assert_array_equal(np.isnan(got[k]), np.isnan(ref[k]), err_msg=k)
+            np.testing.assert_allclose(got[k], ref[k], rtol=1e-5, atol=1e-6, err_msg=k)
+    # independent formulas
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        logits = scores + np.where(mask.astype(bool), 0.0, -np.inf)[:, None, None, :]
+        e = np.exp(logits - logits.max(-1, keepdims=True))
+        p = e / e.sum(-1, keepdims=True)
+    np.testing.assert_allclose(got["p"], np.where(np.isnan(p), 0, p), rtol=1e-5, atol=1e-6)
+    assert not np.isnan(got["p"]).any() and (b == 1 or (got["p"][-1] == 0).all())
+    np.testing.assert_array_equal(got["mask_f32"], mask.astype(np.float32))
+    np.testing.assert_array_equal(got["scores_bool"], scores != 0)  # NaN: True, -0.0: False
+    # the comparisons read the softmax before the NaN guard: against numpy on the same floats
+    raw = got["p"].copy()
+    raw[got["isnan"]] = np.nan
+    for op, fn in (("less", np.less), ("greater_equal", np.greater_equal), ("equal", np.equal)):
+        np.testing.assert_array_equal(got[op], fn(scores, raw), err_msg=op)
+
+
+def test_bool_from_native_code_read_by_a_numpy_step(isa):
+    """A bool computed natively (0.0 / 1.0 in the arena) reaches an op without a lowering as a
+    real bool array."""
+    gb = GraphBuilder()
+    gb.add_input("x", TensorType(F32, (B, 3)))
+    gb.add_initializer("half", np.array(0.5, np.float32))
+    g, = gb.add_node("greater", ["x", "half"], [TensorType(BOOL, (B, 3))])
+    a, = gb.add_node("all", [g.name], [TensorType(BOOL, (B,))], {"axis": 1})
+    graph = gb.finish([("all", a.name), ("g", g.name)])
+    x = np.array([[1, 2, 3], [1, 0.2, np.nan], [0.6, 0.7, 0.8]], np.float32)
+    ref, got = _run_both(graph, {"x": x}, all_native=False)
+    np.testing.assert_array_equal(got["all"], [True, False, True])
+    np.testing.assert_array_equal(got["g"], ref["g"])
+
+
+def test_gelu_tanh_on_8_lanes_against_a_float64_formula(isa):
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(203) * 6).astype(np.float32)
+    x[[0, 7, 8, 201, 202]] = [np.nan, np.inf, -np.inf, np.nan, -0.0]
+    gb = GraphBuilder()
+    gb.add_input("x", TensorType(F32, (Dim.symbol("n"),)))
+    y, = gb.add_node("gelu", ["x"], [TensorType(F32, (Dim.symbol("n"),))],
+                     {"approximate": "tanh"})
+    ref, got = _run_both(gb.finish([("y", y.name)]), {"x": x})
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = 0.5 * x64 * (1 + np.tanh(np.sqrt(2 / np.pi) * (x64 + 0.044715 * x64 ** 3)))
+    np.testing.assert_array_equal(np.isnan(got["y"]), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got["y"][ok], want[ok], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["y"][ok], ref["y"][ok], rtol=1e-5, atol=1e-6)
