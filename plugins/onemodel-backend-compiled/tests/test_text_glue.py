@@ -283,3 +283,38 @@ def test_gelu_tanh_on_8_lanes_against_a_float64_formula(isa):
     ok = ~np.isnan(want)
     np.testing.assert_allclose(got["y"][ok], want[ok], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got["y"][ok], ref["y"][ok], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("cols", [5, 8, 128, 131])
+@pytest.mark.parametrize("affine", ["both", "weight", "none"])
+def test_layer_norm_rows_on_8_lanes_against_the_formula(cols, affine, isa):
+    """The normalising pass runs 8 lanes at a time (scalar tail past a multiple of 8); a row
+    holding NaN or inf gives NaN in that row only, as numpy's."""
+    rng = np.random.default_rng(cols)
+    x = (rng.standard_normal((6, cols)) * 3 + 1).astype(np.float32)
+    x[1, 2], x[4, cols - 1] = np.nan, np.inf
+    g = rng.standard_normal(cols).astype(np.float32)
+    bt = rng.standard_normal(cols).astype(np.float32)
+    gb = GraphBuilder()
+    gb.add_input("x", TensorType(F32, (B, cols)))
+    ins = ["x"]
+    if affine in ("both", "weight"):
+        gb.add_initializer("g", g)
+        ins.append("g")
+    if affine == "both":
+        gb.add_initializer("b", bt)
+        ins.append("b")
+    y, = gb.add_node("layer_norm", ins, [TensorType(F32, (B, cols))],
+                     {"normalized_shape": (cols,), "eps": 1e-5})
+    ref, got = _run_both(gb.finish([("y", y.name)]), {"x": x})
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        want = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5)
+    if affine != "none":
+        want = want * g
+    if affine == "both":
+        want = want + bt
+    np.testing.assert_array_equal(np.isnan(got["y"]), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got["y"][ok], want[ok], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got["y"][ok], ref["y"][ok], rtol=1e-4, atol=1e-5)
