@@ -13,7 +13,7 @@ from onemodel.core.symbolic import evaluate_nested
 
 from . import program as P
 from .lower import Loc, Lowering, contiguous_strides, squeeze_dims
-from .views import reshape_view, split_view
+from .views import heads_last_dest, reshape_view, split_view
 from .pointwise import ADD, MUL, SUB, UNARY, Unsupported, VMBuilder, formula_code, op_code
 
 ACC = -1
@@ -588,7 +588,7 @@ def attention_rule(lw: Lowering, node, params):
     sq, d = ql.shape[-2:]
     sk, dv = vl.shape[-2:]
     ops_ = [_attn_operand(lw, loc, batch) for loc in (ql, kl, vl)]
-    dst = lw.dest(out)
+    dst = heads_last_dest(lw, out) or lw.dest(out)
     ost = list(dst.strides[:-2])
     ost = [0] * (2 - len(batch)) + ost
     nb = [1] * (2 - len(batch)) + list(batch)

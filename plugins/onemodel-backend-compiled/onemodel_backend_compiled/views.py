@@ -81,4 +81,24 @@ def split_view(lw: Lowering, node, params):
         off += s[axis] * loc.strides[axis]
 
 
-__all__ = ["reshape_strides", "reshape_view", "split_view"]
+def heads_last_dest(lw: Lowering, value: str) -> Loc | None:
+    """Memory for an attention output (batch, heads, seq, dv) laid out as (batch, seq, heads,
+    dv) when its only reader swaps heads and seq back: the merge of heads (transpose, then
+    reshape to (batch, seq, heads * dv)) is then a view, not a copy. None otherwise."""
+    shape = lw.shape(value)
+    users = lw.uses.get(value, [])
+    if len(shape) != 4 or len(users) != 1 or value in lw.wanted:
+        return None
+    reader = lw.nodes[users[0]]
+    p = reader.params
+    swaps = (reader.op == "transpose" and sorted((p.get("axis0", 0) % 4, p.get("axis1", 0) % 4))
+             == [1, 2]) or (reader.op == "permute" and tuple(a % 4 for a in p.get("axes", ()))
+                            == (0, 2, 1, 3))
+    if not swaps:
+        return None
+    b, h, s, dv = (int(d) for d in shape)
+    loc = lw.new_alloc(max(1, b * h * s * dv), value)
+    return loc.with_view(shape, (s * h * dv, dv, h * dv, 1))
+
+
+__all__ = ["reshape_strides", "reshape_view", "split_view", "heads_last_dest"]

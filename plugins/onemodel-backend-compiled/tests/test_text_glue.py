@@ -318,3 +318,45 @@ def test_layer_norm_rows_on_8_lanes_against_the_formula(cols, affine, isa):
     ok = ~np.isnan(want)
     np.testing.assert_allclose(got["y"][ok], want[ok], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(got["y"][ok], ref["y"][ok], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("reader", ["transpose", "permute", "returned"])
+def test_attention_writes_heads_last_for_the_merge_of_heads(reader, isa):
+    """An attention output whose only reader swaps heads and sequence is stored (batch, seq,
+    heads, dv), so merging the heads is a view (no copy instruction); returned as an output
+    too, it is stored as is. Against the formula, NaN carried."""
+    b, h, s, d = 2, 3, 5, 4
+    rng = np.random.default_rng(len(reader))
+    q, k, v = (rng.standard_normal((b, h, s, d)).astype(np.float32) for _ in range(3))
+    v[1, 2, 3, 1] = np.nan
+    gb = GraphBuilder()
+    t = TensorType(F32, (B, h, s, d))
+    for name in "qkv":
+        gb.add_input(name, t)
+    o, = gb.add_node("scaled_dot_product_attention", ["q", "k", "v", None], [t])
+    swapped = TensorType(F32, (B, s, h, d))
+    if reader == "permute":
+        sw, = gb.add_node("permute", [o.name], [swapped], {"axes": (0, 2, 1, 3)})
+    else:
+        sw, = gb.add_node("transpose", [o.name], [swapped], {"axis0": 1, "axis1": 2})
+    m, = gb.add_node("reshape", [sw.name], [TensorType(F32, (B, s, h * d))],
+                     {"shape": (B, s, h * d)})
+    y, = gb.add_node("relu", [m.name], [TensorType(F32, (B, s, h * d))])
+    outs = [("y", y.name)] + ([("o", o.name)] if reader == "returned" else [])
+    graph = gb.finish(outs)
+    feeds = {"q": q, "k": k, "v": v}
+    ref, got = _run_both(graph, feeds)
+    q64, k64, v64 = (a.astype(np.float64) for a in (q, k, v))
+    sc = q64 @ k64.transpose(0, 1, 3, 2) / np.sqrt(d)
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    att = (p / p.sum(-1, keepdims=True)) @ v64
+    merged = att.transpose(0, 2, 1, 3).reshape(b, s, h * d)
+    want = np.where(np.isnan(merged), merged, np.maximum(merged, 0))
+    np.testing.assert_array_equal(np.isnan(got["y"]), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got["y"][ok], want[ok], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got["y"][ok], ref["y"][ok], rtol=1e-4, atol=1e-5)
+    if reader == "returned":
+        np.testing.assert_allclose(got["o"], ref["o"], rtol=1e-4, atol=1e-5)
+    src = _sessions(graph)[1].plan_source(feeds)
+    assert ("copy" in src) == (reader == "returned"), src
