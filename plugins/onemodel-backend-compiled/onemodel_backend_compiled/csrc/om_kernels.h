@@ -588,7 +588,9 @@ static void SFX(dw_small)(const float *x, const float *wpk, const float *bias, f
  * Stride s > 1 becomes stride 1 over phase planes: plane (a, b) of a channel holds the padded
  * input at rows i * sh + a and columns j * sw + b, so tap (u, t) of output (oh, ow) reads plane
  * (u dh % sh, t dw % sw) at (oh + u dh / sh, ow + t dw / sw): again a shifted slice. */
-static void SFX(conv_direct)(const int64_t *f, float **bufs) {
+/* noinline: inlined into the executor's switch (GCC's choice moved with unrelated code, e.g.
+ * one more user of tanh8) the convolution tiles ran 2x slower */
+static __attribute__((noinline)) void SFX(conv_direct)(const int64_t *f, float **bufs) {
 #define CADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
     const float *x = CADDR(f[0]), *wpk = CADDR(f[15]), *bias = CADDR(f[16]);
     float *out = CADDR(f[18]), *scr = CADDR(f[19]);
@@ -779,7 +781,8 @@ static void SFX(pack_bt)(const float *src, long K, long N, long ld, float *dst) 
     for (; i + 8 <= n; i += 8) { V8 u = SFX(ld8)(ra + i), v = SFX(ld8)(rb + i); \
                                  SFX(st8)(rd + i, VEC); } \
     for (; i < n; i++) rd[i] = SCALAR; } while (0)
-static void SFX(vm_block)(const int64_t *code, long ncode, const float *consts, float *reg,
+/* noinline: out of the executor's switch, as conv_direct (the same reason) */
+static __attribute__((noinline)) void SFX(vm_block)(const int64_t *code, long ncode, const float *consts, float *reg,
                           float **inp, const long *istr, int nin, long n, float *out, long ostr) {
     for (int i = 0; i < nin; i++) (void)i;
     long pc = 0;
