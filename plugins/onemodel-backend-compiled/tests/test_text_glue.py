@@ -360,3 +360,30 @@ def test_attention_writes_heads_last_for_the_merge_of_heads(reader, isa):
         np.testing.assert_allclose(got["o"], ref["o"], rtol=1e-4, atol=1e-5)
     src = _sessions(graph)[1].plan_source(feeds)
     assert ("copy" in src) == (reader == "returned"), src
+
+
+@pytest.mark.parametrize("sk,d", [(8, 8), (24, 12), (17, 9), (40, 32)])
+def test_attention_keys_transposed_8x8_with_tails(sk, d, isa):
+    """The attention kernel packs K^T by 8x8 register transposes, element by element past the
+    last whole block of keys or dims; K read as a strided view (heads of one projection)."""
+    h, sq, dv = 2, 3, 5
+    rng = np.random.default_rng(sk * d)
+    gb = GraphBuilder()
+    gb.add_input("q", TensorType(F32, (B, h, sq, d)))
+    gb.add_input("kk", TensorType(F32, (B, sk, h * d)))
+    gb.add_input("v", TensorType(F32, (B, h, sk, dv)))
+    r, = gb.add_node("reshape", ["kk"], [TensorType(F32, (B, sk, h, d))], {"shape": (B, sk, h, d)})
+    k, = gb.add_node("transpose", [r.name], [TensorType(F32, (B, h, sk, d))],
+                     {"axis0": 1, "axis1": 2})
+    o, = gb.add_node("scaled_dot_product_attention", ["q", k.name, "v", None],
+                     [TensorType(F32, (B, h, sq, dv))])
+    feeds = {"q": rng.standard_normal((2, h, sq, d)).astype(np.float32),
+             "kk": rng.standard_normal((2, sk, h * d)).astype(np.float32),
+             "v": rng.standard_normal((2, h, sk, dv)).astype(np.float32)}
+    ref, got = _run_both(gb.finish([("o", o.name)]), feeds)
+    k64 = feeds["kk"].astype(np.float64).reshape(2, sk, h, d).transpose(0, 2, 1, 3)
+    sc = feeds["q"].astype(np.float64) @ k64.transpose(0, 1, 3, 2) / np.sqrt(d)
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True)) @ feeds["v"].astype(np.float64)
+    np.testing.assert_allclose(got["o"], want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got["o"], ref["o"], rtol=1e-4, atol=1e-5)
