@@ -387,3 +387,15 @@ def test_attention_keys_transposed_8x8_with_tails(sk, d, isa):
     want = (p / p.sum(-1, keepdims=True)) @ feeds["v"].astype(np.float64)
     np.testing.assert_allclose(got["o"], want, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(got["o"], ref["o"], rtol=1e-4, atol=1e-5)
+
+
+def test_empty_sequence_runs_on_numpy_as_the_numpy_backend():
+    """A zero-length sequence has nothing to lower: the plan runs the numpy kernels."""
+    graph, _ = _embed_graph()
+    ids = np.zeros((2, 0), np.int64)
+    ref, got = _run_both(graph, {"ids": ids}, all_native=False)
+    assert got["emb"].shape == (2, 0, 5) and got["y"].shape == (2, 0, 5)
+    mask_graph = _mask_graph()
+    feeds = {"scores": np.zeros((1, 2, 0, 0), np.float32), "mask": np.zeros((1, 0), np.int64)}
+    ref, got = _run_both(mask_graph, feeds, all_native=False)
+    assert got["p"].shape == (1, 2, 0, 0) and got["isnan"].dtype == np.bool_
