@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import onemodel as om
+from onemodel import Tensor
 from onemodel.core.graph import GraphBuilder
 from onemodel.core.interpreter import NodeExecutionError
 from onemodel.core.symbolic import Dim
@@ -399,3 +400,37 @@ def test_empty_sequence_runs_on_numpy_as_the_numpy_backend():
     feeds = {"scores": np.zeros((1, 2, 0, 0), np.float32), "mask": np.zeros((1, 0), np.int64)}
     ref, got = _run_both(mask_graph, feeds, all_native=False)
     assert got["p"].shape == (1, 2, 0, 0) and got["isnan"].dtype == np.bool_
+
+
+@pytest.mark.parametrize("act", ["tanh", "sigmoid", "gelu_tanh"])
+def test_gemm_epilogue_tanh_sigmoid_gelu_tanh_in_registers(act, isa):
+    """A linear fused with tanh, sigmoid or GELU-tanh (GPT-2's) applies it on 8 lanes to whole
+    16-column tiles, the scalar formula to the rest (37 columns: two tiles and 5); M = 1 takes
+    the GEMV. Against the numpy backend and a float64 formula, NaN and inf included."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((37, 24)).astype(np.float32)
+    b = rng.standard_normal(37).astype(np.float32)
+    fns = {"tanh": om.ops.tanh, "sigmoid": om.ops.sigmoid,
+           "gelu_tanh": lambda t: om.ops.gelu(t, approximate="tanh")}
+
+    def fn(x):
+        return fns[act](om.ops.linear(x, Tensor.from_numpy(w), Tensor.from_numpy(b)))
+
+    x = (rng.standard_normal((13, 24)) * 2).astype(np.float32)
+    x[2, 3], x[7, 0], x[8, 5] = np.nan, np.inf, -np.inf
+    traced = om.trace(fn, Tensor.from_numpy(x[:5] * 0 + 1), "batch", None)
+    numpy, compiled = om.Session(traced, backend="numpy"), om.Session(traced, backend="compiled")
+    assert "fused_linear" in compiled.plan_source({"input": x})
+    for rows in (x, x[2:3], x[9:10]):
+        h = rows.astype(np.float64) @ w.T.astype(np.float64) + b
+        with np.errstate(invalid="ignore", over="ignore"):
+            want = {"tanh": np.tanh(h), "sigmoid": 0.5 * np.tanh(0.5 * h) + 0.5,
+                    "gelu_tanh": 0.5 * h * (1 + np.tanh(np.sqrt(2 / np.pi)
+                                                        * (h + 0.044715 * h ** 3)))}[act]
+        ref = numpy.run({"input": rows})["output"].numpy()
+        got = compiled.run({"input": rows})["output"].numpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        ok = ~np.isnan(ref)
+        np.testing.assert_allclose(got[ok], ref[ok], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(got[ok], want[ok], rtol=1e-4, atol=1e-5)
