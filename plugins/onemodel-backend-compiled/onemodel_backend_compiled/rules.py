@@ -576,8 +576,9 @@ def _attn_operand(lw: Lowering, loc: Loc, batch) -> list[int]:
 
 def attention_rule(lw: Lowering, node, params):
     q, k, v = node.inputs[:3]
-    if len(node.inputs) > 3 and node.inputs[3] is not None:
-        raise Unsupported("attention mask")
+    mask = node.inputs[3] if len(node.inputs) > 3 else None
+    if mask is not None and not (lw.is_f32(mask) or lw.is_bool(mask)):
+        raise Unsupported("attention mask dtype")
     if not all(lw.is_f32(t) for t in (q, k, v)):
         raise Unsupported("dtype")
     ql, kl, vl = lw.loc(q), lw.loc(k), lw.loc(v)
@@ -593,9 +594,15 @@ def attention_rule(lw: Lowering, node, params):
     ost = [0] * (2 - len(batch)) + ost
     nb = [1] * (2 - len(batch)) + list(batch)
     scratch = lw.scratch((sk + 15) // 16 * 16 * d + sq * sk + (dv + 15) // 16 * 16 * sk + sq)
-    lw.emit(P.instruction(P.I_ATTN, nb[0], nb[1], sq, sk, d, dv, P.fbits(1.0 / math.sqrt(d)),
-                          *ops_[0], *ops_[1], *ops_[2], dst.addr, ost[0], ost[1],
-                          dst.strides[-2], scratch.addr))
+    extra = []
+    if mask is not None:  # its strides broadcast to the scores (batch..., sq, sk)
+        ml = lw.loc(mask)
+        mst = broadcast_strides(ml, tuple(batch) + (sq, sk))
+        mst = (0,) * (2 - len(batch)) + tuple(mst)
+        extra = [ml.addr, *mst, 1 if lw.is_bool(mask) else 0]
+    lw.emit(P.instruction(P.I_ATTN_MASK if extra else P.I_ATTN, nb[0], nb[1], sq, sk, d, dv,
+                          P.fbits(1.0 / math.sqrt(d)), *ops_[0], *ops_[1], *ops_[2], dst.addr,
+                          ost[0], ost[1], dst.strides[-2], scratch.addr, *extra))
     lw.bind(out, dst)
 
 

@@ -434,3 +434,63 @@ def test_gemm_epilogue_tanh_sigmoid_gelu_tanh_in_registers(act, isa):
         ok = ~np.isnan(ref)
         np.testing.assert_allclose(got[ok], ref[ok], rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(got[ok], want[ok], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["float_heads", "float_2d", "bool_causal", "bool_padding"])
+def test_attention_with_a_mask_in_the_kernel(kind, isa):
+    """A float mask is added to the scaled scores, a bool mask keeps its True positions (-inf
+    elsewhere; a fully masked row is NaN, as numpy's), broadcast over batch and heads: one
+    attention instruction, against the formula and the numpy backend."""
+    b, h, sq, sk, d, dv = 2, 3, 5, 6, 8, 4
+    rng = np.random.default_rng(len(kind))
+    q = rng.standard_normal((b, h, sq, d)).astype(np.float32)
+    k = rng.standard_normal((b, h, sk, d)).astype(np.float32)
+    v = rng.standard_normal((b, h, sk, dv)).astype(np.float32)
+    if kind == "float_heads":
+        mask = rng.standard_normal((b, 1, sq, sk)).astype(np.float32)
+        mask[1, 0, 2, 3] = -np.inf
+    elif kind == "float_2d":
+        mask = rng.standard_normal((sq, sk)).astype(np.float32)
+    elif kind == "bool_causal":
+        mask = np.tril(np.ones((sq, sk), bool))
+    else:
+        mask = np.ones((b, 1, 1, sk), bool)
+        mask[1, 0, 0, 2:] = False
+        mask[0] = False  # every position masked: NaN rows
+    gb = GraphBuilder()
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        gb.add_input(name, TensorType(F32, (B,) + a.shape[1:]))
+    feeds = {"q": q, "k": k, "v": v}
+    if kind.startswith("float"):  # fed
+        gb.add_input("mask", TensorType(F32, ((B,) if mask.ndim == 4 else ()) + mask.shape[
+            (1 if mask.ndim == 4 else 0):]))
+        feeds["mask"], m = mask, "mask"
+    elif kind == "bool_causal":  # a constant
+        gb.add_initializer("causal", mask)
+        m = "causal"
+    else:  # from an int64 padding mask fed, as text models build it
+        gb.add_input("ids_mask", TensorType(I64, (B, 1, 1, sk)))
+        feeds["ids_mask"] = mask.astype(np.int64)
+        m, = gb.add_node("cast", ["ids_mask"], [TensorType(BOOL, (B, 1, 1, sk))],
+                         {"dtype": BOOL})
+        m = m.name
+    o, = gb.add_node("scaled_dot_product_attention", ["q", "k", "v", m],
+                     [TensorType(F32, (B, h, sq, dv))])
+    y, = gb.add_node("relu", [o.name], [TensorType(F32, (B, h, sq, dv))])
+    graph = gb.finish([("o", o.name), ("y", y.name)])
+    ref_s, got_s = _sessions(graph)
+    src = got_s.plan_source(feeds)
+    assert "numpy:" not in src and "attention" in src, src
+    got = {kk: t.numpy() for kk, t in got_s.run(feeds).items()}
+    ref = {kk: t.numpy() for kk, t in ref_s.run(feeds).items()}
+    sc = q.astype(np.float64) @ k.astype(np.float64).transpose(0, 1, 3, 2) / np.sqrt(d)
+    with np.errstate(invalid="ignore"):
+        sc = np.where(mask, sc, -np.inf) if mask.dtype == np.bool_ else sc + mask
+        p = np.exp(sc - sc.max(-1, keepdims=True))
+        want = (p / p.sum(-1, keepdims=True)) @ v.astype(np.float64)
+    for name, other in (("formula", want), ("numpy", ref["o"])):
+        np.testing.assert_array_equal(np.isnan(got["o"]), np.isnan(other), err_msg=name)
+        ok = ~np.isnan(other)
+        np.testing.assert_allclose(got["o"][ok], other[ok], rtol=1e-4, atol=1e-5, err_msg=name)
+    if kind == "bool_padding":
+        assert np.isnan(got["o"][0]).all() and not np.isnan(got["o"][1]).any()

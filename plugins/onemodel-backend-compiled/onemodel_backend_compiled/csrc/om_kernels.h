@@ -996,7 +996,8 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
                 }
             }
             break; }
-        case I_ATTN: {
+        case I_ATTN:
+        case I_ATTN_MASK: {  /* the same, then mask(addr, s0, s1, row, col), is_bool */
             /* nb0, nb1, sq, sk, d, dv, scale, q(addr,s0,s1,ss), k(..), v(..), o(..), scratch:
              * per head, S = Q K^T on the packed GEMM (K packed as the B panels), a softmax
              * per row of S left unnormalised, O = S V (V packed) written at O's strides, and
@@ -1016,8 +1017,14 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
                     float *o = ADDR(O[0]) + b0 * O[1] + b1 * O[2];
                     SFX(pack_bt)(k, d, sk, Kd[3], kp);
                     SFX(gemm)(sq, d, sk, q, Q[3], kp, S, sk, &none);
+                    float rs = scale;
+                    if (op == I_ATTN_MASK) {  /* S scaled and masked first (om_masks.h) */
+                        SFX(attn_mask)(S, sq, sk, scale, ADDR(f[24]) + b0 * f[25] + b1 * f[26],
+                                       f[27], f[28], (int)f[29]);
+                        rs = 1.0f;
+                    }
                     for (long i = 0; i < sq; i++)
-                        sums[i] = SFX(softmax_row)(S + i * sk, S + i * sk, sk, scale, 0);
+                        sums[i] = SFX(softmax_row)(S + i * sk, S + i * sk, sk, rs, 0);
                     SFX(pack_b)(v, sk, dv, Vd[3], 1, vp);
                     SFX(gemm)(sq, sk, dv, S, sk, vp, o, O[3], &none);
                     for (long i = 0; i < sq; i++) {

@@ -45,3 +45,18 @@ static int SFX(gather)(const int64_t *f, float **bufs) {
         }
     return 1;
 }
+
+/* I_ATTN_MASK's step between the scores and their softmax, as the numpy kernel: S = S * scale,
+ * then plus the float mask, or -inf where the bool mask (0.0 / 1.0) is false. mask[i][j] at
+ * i * mr + j * mc (0 strides broadcast). */
+static void SFX(attn_mask)(float *S, long sq, long sk, float scale, const float *mask, long mr,
+                           long mc, int is_bool) {
+    for (long i = 0; i < sq; i++) {
+        float *si = S + i * sk;
+        const float *mi = mask + i * mr;
+        if (is_bool)
+            for (long j = 0; j < sk; j++) si[j] = mi[j * mc] != 0.0f ? si[j] * scale : -INFINITY;
+        else
+            for (long j = 0; j < sk; j++) si[j] = si[j] * scale + mi[j * mc];
+    }
+}
