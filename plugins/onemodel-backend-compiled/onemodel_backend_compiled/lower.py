@@ -140,6 +140,8 @@ class Lowering:
                 self.locs[f] = Loc(2 + i, 0, t.shape, contiguous_strides(t.shape))
             elif t.dtype.numpy == np.int64:
                 self.locs[f] = Loc(2 + i, 0, t.shape, int_strides(t.shape))
+            elif t.dtype.numpy == np.bool_:  # handed over as float32 0 / 1 (plan.feed_as)
+                self.locs[f] = Loc(2 + i, 0, t.shape, contiguous_strides(t.shape))
         self.numpy_kernels = numpy_kernels or {}
         self.native_nodes = 0
         self.fallback_nodes: list[str] = []

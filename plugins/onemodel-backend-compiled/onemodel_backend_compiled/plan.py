@@ -48,7 +48,12 @@ class NativePlan:
         self.source = lw.describe()
         self.arena_floats = max(16, lw.arena.size)
         self.feed_names = lw.feeds
-        self.feed_native = [lw.types[f].dtype.numpy in (np.float32, np.int64) for f in lw.feeds]
+        #: the dtype each feed is handed to native code in (None: not at all); a bool feed as
+        #: float32 0.0 / 1.0, the form native code holds bools in
+        self.feed_as = [{np.dtype(np.float32): np.float32, np.dtype(np.int64): np.int64,
+                         np.dtype(np.bool_): np.float32}.get(np.dtype(lw.types[f].dtype.numpy))
+                        for f in lw.feeds]
+        self.feed_native = [d is not None for d in self.feed_as]
         n_f = len(lw.feeds)
         self.direct = [lw.direct.get(j) is not None for j in range(len(lw.wanted))]
         self.out_types = [lw.types[w] for w in lw.wanted]
@@ -100,8 +105,8 @@ class NativePlan:
                 bufs = (self.weights.array, arena, np.ascontiguousarray(feeds[fa]), *outs)
             else:
                 bufs = (self.weights.array, arena,
-                        *[np.ascontiguousarray(feeds[n]) if nat else None
-                          for n, nat in zip(self.feed_names, self.feed_native)], *outs)
+                        *[np.ascontiguousarray(feeds[n], dtype=d) if d is not None else None
+                          for n, d in zip(self.feed_names, self.feed_as)], *outs)
             seg = self._one
             failed = _native.run(seg.program, bufs)
             if failed >= 0:
@@ -113,8 +118,8 @@ class NativePlan:
     def _run(self, feeds) -> dict:
         arena = self._arena()
         try:
-            fa = [np.ascontiguousarray(feeds[n]) if nat else feeds[n]
-                  for n, nat in zip(self.feed_names, self.feed_native)]
+            fa = [np.ascontiguousarray(feeds[n], dtype=d) if d is not None else feeds[n]
+                  for n, d in zip(self.feed_names, self.feed_as)]
             outs = [np.empty(t.shape, np.float32) if d else None
                     for d, t in zip(self.direct, self.out_types)]
             bufs = (self.weights.array, arena, *fa, *outs)

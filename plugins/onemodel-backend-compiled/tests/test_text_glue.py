@@ -436,7 +436,8 @@ def test_gemm_epilogue_tanh_sigmoid_gelu_tanh_in_registers(act, isa):
         np.testing.assert_allclose(got[ok], want[ok], rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("kind", ["float_heads", "float_2d", "bool_causal", "bool_padding"])
+@pytest.mark.parametrize("kind", ["float_heads", "float_2d", "bool_causal", "bool_padding",
+                                  "bool_fed"])
 def test_attention_with_a_mask_in_the_kernel(kind, isa):
     """A float mask is added to the scaled scores, a bool mask keeps its True positions (-inf
     elsewhere; a fully masked row is NaN, as numpy's), broadcast over batch and heads: one
@@ -451,7 +452,7 @@ def test_attention_with_a_mask_in_the_kernel(kind, isa):
         mask[1, 0, 2, 3] = -np.inf
     elif kind == "float_2d":
         mask = rng.standard_normal((sq, sk)).astype(np.float32)
-    elif kind == "bool_causal":
+    elif kind in ("bool_causal", "bool_fed"):
         mask = np.tril(np.ones((sq, sk), bool))
     else:
         mask = np.ones((b, 1, 1, sk), bool)
@@ -464,6 +465,9 @@ def test_attention_with_a_mask_in_the_kernel(kind, isa):
     if kind.startswith("float"):  # fed
         gb.add_input("mask", TensorType(F32, ((B,) if mask.ndim == 4 else ()) + mask.shape[
             (1 if mask.ndim == 4 else 0):]))
+        feeds["mask"], m = mask, "mask"
+    elif kind == "bool_fed":  # a bool input: handed to native code as float32 0 / 1
+        gb.add_input("mask", TensorType(BOOL, (sq, sk)))
         feeds["mask"], m = mask, "mask"
     elif kind == "bool_causal":  # a constant
         gb.add_initializer("causal", mask)
@@ -494,3 +498,23 @@ def test_attention_with_a_mask_in_the_kernel(kind, isa):
         np.testing.assert_allclose(got["o"][ok], other[ok], rtol=1e-4, atol=1e-5, err_msg=name)
     if kind == "bool_padding":
         assert np.isnan(got["o"][0]).all() and not np.isnan(got["o"][1]).any()
+
+
+def test_bool_input_read_natively_by_numpy_and_returned():
+    """A bool input reaches native code as float32 0 / 1, a numpy step as the bool array, and
+    comes back as bools when it is an output itself."""
+    gb = GraphBuilder()
+    gb.add_input("m", TensorType(BOOL, (B, 3)))
+    gb.add_input("x", TensorType(F32, (B, 3)))
+    w, = gb.add_node("where", ["m", "x", "x"], [TensorType(F32, (B, 3))])
+    n, = gb.add_node("neg", [w.name], [TensorType(F32, (B, 3))])
+    z, = gb.add_node("where", ["m", n.name, w.name], [TensorType(F32, (B, 3))])
+    a, = gb.add_node("all", ["m"], [TensorType(BOOL, (B,))], {"axis": 1})
+    graph = gb.finish([("z", z.name), ("all", a.name), ("m", "m")])
+    m = np.array([[True, False, True], [True, True, True]])
+    x = np.array([[1, 2, np.nan], [-0.0, np.inf, 3]], np.float32)
+    ref, got = _run_both(graph, {"m": m, "x": x}, all_native=False)
+    np.testing.assert_array_equal(got["z"], np.where(m, -x, x))
+    np.testing.assert_array_equal(got["all"], [False, True])
+    np.testing.assert_array_equal(got["m"], m)
+    assert "numpy: all" in _sessions(graph)[1].plan_source({"m": m, "x": x})
