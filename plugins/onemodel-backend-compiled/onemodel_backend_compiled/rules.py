@@ -162,6 +162,32 @@ def _accumulate_target(lw: Lowering, node, out_value: str):
     return acc, resid
 
 
+def _act_reader(lw: Lowering, value: str):
+    """``(node, activation)``: the relu, tanh, sigmoid or GELU (erf or tanh) that is the only
+    reader of a GEMM's output, through reshapes (GPT-2's MLP: linear, reshape, GELU-tanh), to be
+    applied in the GEMM's registers; else None."""
+    v = value
+    for _ in range(4):
+        users = lw.uses.get(v, [])
+        if len(users) != 1 or v in lw.wanted:
+            return None
+        n = lw.nodes[users[0]]
+        if n.op in ("reshape", "flatten", "squeeze", "unsqueeze") and n.inputs[0] == v:
+            v = n.outputs[0]
+            continue
+        if len(n.inputs) != 1 or n.inputs[0] != v or not lw._lowerable(n) \
+                or not lw.is_f32(n.outputs[0]):
+            return None
+        p = dict(n.params)
+        if n.op in ("relu", "tanh", "sigmoid") and not p:
+            return n, n.op
+        if n.op == "gelu" and set(p) <= {"approximate"} \
+                and p.get("approximate", "none") in ("none", "tanh"):
+            return n, "gelu_tanh" if p.get("approximate") == "tanh" else "gelu"
+        return None
+    return None
+
+
 def _gemm(lw: Lowering, node, x: str, n: int, panels_off: int, bias: str | None, act: str | None):
     out = node.outputs[0]
     xl, m, k, lda = lw.matrix(x)
@@ -169,8 +195,15 @@ def _gemm(lw: Lowering, node, x: str, n: int, panels_off: int, bias: str | None,
     if bias_loc is not None and bias_loc.size != n:
         raise Unsupported("bias shape")
     target = None if act not in (None, "none") else _accumulate_target(lw, node, out)
+    reader = _act_reader(lw, out) if target is None and act in (None, "none") else None
+    if reader is not None:
+        act = reader[1]
     if target is not None:
         dst, resid = target
+    elif reader is not None:  # the memory of the activation's output (the caller's array when
+        # it is returned), seen with the GEMM's shape: the same elements in the same order
+        fin = lw.dest(reader[0].outputs[0])
+        dst, resid = fin.with_view(lw.shape(out), contiguous_strides(lw.shape(out))), None
     else:
         dst, resid = lw.dest(out), None
     lw.emit(P.instruction(P.I_GEMM, xl.addr, lda, m, k, n, P.addr(P.WEIGHTS, panels_off),
@@ -180,6 +213,8 @@ def _gemm(lw: Lowering, node, x: str, n: int, panels_off: int, bias: str | None,
                           P.ACTIVATIONS[act]))
     if target is None:
         lw.bind(out, dst)
+    if reader is not None:  # its output is the GEMM's, activated (pointwise_rule binds it)
+        lw.fused[id(reader[0])] = fin
 
 
 def linear_rule(lw: Lowering, node, params):

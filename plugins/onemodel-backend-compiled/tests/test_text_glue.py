@@ -518,3 +518,36 @@ def test_bool_input_read_natively_by_numpy_and_returned():
     np.testing.assert_array_equal(got["all"], [False, True])
     np.testing.assert_array_equal(got["m"], m)
     assert "numpy: all" in _sessions(graph)[1].plan_source({"m": m, "x": x})
+
+
+@pytest.mark.parametrize("act", ["gelu_tanh", "gelu", "relu", "tanh", "sigmoid"])
+@pytest.mark.parametrize("shared", [False, True])
+def test_activation_after_a_reshaped_linear_runs_in_the_gemm(act, shared, isa):
+    """GPT-2's MLP: linear on (batch * seq, d), reshape to (batch, seq, 4d), GELU-tanh. An
+    activation that is the linear's only reader through reshapes runs in the GEMM's registers
+    (no pointwise pass); when the reshaped value has another reader it stays a pass."""
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((40, 16)).astype(np.float32)
+    bias = rng.standard_normal(40).astype(np.float32)
+    gb = GraphBuilder()
+    gb.add_input("x", TensorType(F32, (B, S, 16)))
+    gb.add_initializer("w", w)
+    gb.add_initializer("b", bias)
+    x2, = gb.add_node("reshape", ["x"], [TensorType(F32, (B * S, 16))], {"shape": (-1, 16)})
+    h, = gb.add_node("linear", [x2.name, "w", "b"], [TensorType(F32, (B * S, 40))])
+    r, = gb.add_node("reshape", [h.name], [TensorType(F32, (B, S, 40))], {"shape": (B, S, 40)})
+    params = {"approximate": "tanh"} if act == "gelu_tanh" else {}
+    y, = gb.add_node("gelu" if act.startswith("gelu") else act, [r.name],
+                     [TensorType(F32, (B, S, 40))], params)
+    outs = [("y", y.name)] + ([("r", r.name)] if shared else [])
+    graph = gb.finish(outs)
+    x = (rng.standard_normal((2, 3, 16)) * 2).astype(np.float32)
+    x[0, 1, 2], x[1, 1, 0] = np.nan, np.inf
+    ref, got = _run_both(graph, {"x": x})
+    np.testing.assert_array_equal(np.isnan(got["y"]), np.isnan(ref["y"]))
+    ok = ~np.isnan(ref["y"])
+    np.testing.assert_allclose(got["y"][ok], ref["y"][ok], rtol=1e-4, atol=1e-5)
+    if shared:
+        np.testing.assert_allclose(got["r"], ref["r"], rtol=1e-4, atol=1e-5)
+    src = _sessions(graph)[1].plan_source({"x": x})
+    assert ("pointwise" in src) == shared, src
