@@ -13,6 +13,7 @@ setup(ext_modules=[Extension(
              "onemodel_backend_compiled/csrc/om_pool3.h",
              "onemodel_backend_compiled/csrc/om_prologue.h",
              "onemodel_backend_compiled/csrc/om_transpose8.h",
+             "onemodel_backend_compiled/csrc/om_masks.h",
              "onemodel_backend_compiled/csrc/om_program.h"],
     extra_compile_args=["-O3", "-std=gnu11", "-fno-math-errno", "-fno-trapping-math",
                         "-fno-strict-aliasing",

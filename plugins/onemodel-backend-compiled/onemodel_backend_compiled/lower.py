@@ -6,6 +6,12 @@ Every value the native code touches is a `Loc`: a buffer, an offset and strides 
 elements), so views (reshape, transpose, expand) are new strides over the same memory and cost
 nothing. A kernel that needs contiguous input gets a copy made right before it. Arena space is
 given out by liveness (a value's memory is reused once every value seeing it is dead).
+
+Besides float32, native code sees two dtypes: bool values are stored as float32 0.0 / 1.0 (what
+numpy's promotion to float gives), so masks run in the pointwise VM; int64 values (an int feed
+such as token ids, its views, integer constants) keep their 8-byte elements, their `Loc` counted
+in float32 units (strides of 2 per element), and only the rules that ask (``loc(v, ints=True)``:
+views, gather indices, the VM's int64 load) read them.
 """
 from __future__ import annotations
 
@@ -132,6 +138,10 @@ class Lowering:
             t = self.types[f]
             if t.dtype.numpy == np.float32:
                 self.locs[f] = Loc(2 + i, 0, t.shape, contiguous_strides(t.shape))
+            elif t.dtype.numpy == np.int64:
+                self.locs[f] = Loc(2 + i, 0, t.shape, int_strides(t.shape))
+            elif t.dtype.numpy == np.bool_:  # handed over as float32 0 / 1 (plan.feed_as)
+                self.locs[f] = Loc(2 + i, 0, t.shape, contiguous_strides(t.shape))
         self.numpy_kernels = numpy_kernels or {}
         self.native_nodes = 0
         self.fallback_nodes: list[str] = []
@@ -143,6 +153,13 @@ class Lowering:
 
     def is_f32(self, value: str | None) -> bool:
         return value is not None and self.types[value].dtype.numpy == np.float32
+
+    def is_bool(self, value: str | None) -> bool:
+        """A bool value: native code holds it as float32 0.0 / 1.0."""
+        return value is not None and self.types[value].dtype.numpy == np.bool_
+
+    def is_i64(self, value: str | None) -> bool:
+        return value is not None and self.types[value].dtype.numpy == np.int64
 
     def new_alloc(self, n: int, owner: str | None) -> Loc:
         off = self.arena.alloc(n)
@@ -180,8 +197,17 @@ class Lowering:
         if loc.alloc is not None:
             self.alloc_refs[loc.alloc].add(value)
 
-    def loc(self, value: str) -> Loc:
-        """The native location of an input value (constants go to the weight block)."""
+    def loc(self, value: str, ints: bool = False) -> Loc:
+        """The native location of an input value (constants go to the weight block). An int64
+        value only for a rule that reads int64 elements (``ints``)."""
+        if self.is_i64(value):
+            if not ints:
+                raise Unsupported(f"{value} is int64")
+            if value not in self.locs and value in self.consts:
+                arr = np.ascontiguousarray(self.consts[value], dtype=np.int64)
+                off = self.weights.offset(("int64", self.const_key(value)),
+                                          lambda: arr.reshape(-1).view(np.float32))
+                self.locs[value] = Loc(P.WEIGHTS, off, tuple(arr.shape), int_strides(arr.shape))
         if value in self.locs:
             return self.locs[value]
         if value in self.consts:
@@ -326,6 +352,10 @@ class Lowering:
         self.folded.update(out)
         return True
 
+    #: ops whose rules only re-view their input: their int64 outputs stay native too
+    VIEW_OPS = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "identity", "transpose",
+                          "permute", "expand", "index", "split"})
+
     def _lowerable(self, node: Node) -> bool:
         for v in list(node.inputs) + list(node.outputs):
             if v is None:
@@ -333,7 +363,8 @@ class Lowering:
             t = self.types[v]
             if any(int(d) <= 0 for d in t.shape):
                 return False
-        return all(self.is_f32(o) for o in node.outputs)
+        return all(self.is_f32(o) or self.is_bool(o)
+                   or (self.is_i64(o) and node.op in self.VIEW_OPS) for o in node.outputs)
 
     def _release(self, idx: int, node: Node) -> None:
         dead = [v for v in node.inputs if v is not None and self.last_use.get(v) == idx]
@@ -364,7 +395,8 @@ class Lowering:
             if v is None:
                 ins.append(None)
             elif v in self.locs:
-                ins.append(("loc", self.locs[v]))
+                kind = "loc_bool" if self.is_bool(v) else "loc_i64" if self.is_i64(v) else "loc"
+                ins.append((kind, self.locs[v]))
             elif v in self.consts:
                 ins.append(("const", self.consts[v]))
             elif v in self.feeds:
@@ -409,6 +441,11 @@ class Lowering:
         return "\n".join(lines) + "\n"
 
 
+def int_strides(shape: Sequence[int]) -> tuple:
+    """Contiguous strides of int64 elements, in float32 units."""
+    return tuple(2 * s for s in contiguous_strides(shape))
+
+
 def squeeze_dims(shape, strides) -> tuple[tuple, tuple]:
     """Drop size-1 dims and merge dims that are contiguous with each other."""
     dims = [(int(d), int(s)) for d, s in zip(shape, strides) if int(d) != 1]
@@ -421,4 +458,5 @@ def squeeze_dims(shape, strides) -> tuple[tuple, tuple]:
     return tuple(d for d, _ in out), tuple(s for _, s in out)
 
 
-__all__ = ["Lowering", "Loc", "NativeSegment", "PyStep", "contiguous_strides", "squeeze_dims"]
+__all__ = ["Lowering", "Loc", "NativeSegment", "PyStep", "contiguous_strides", "int_strides",
+           "squeeze_dims"]

@@ -20,6 +20,16 @@ def _view(bufs, loc: Loc) -> np.ndarray:
                       strides=tuple(s * 4 for s in loc.strides))
 
 
+def _typed(bufs, loc: Loc, dtype) -> np.ndarray:
+    """A value in native memory as numpy sees it: float32 as is, bool from its 0.0 / 1.0 floats
+    (a copy), int64 over its 8-byte elements (`lower` module doc)."""
+    if dtype == np.int64:
+        return np.ndarray(loc.shape, np.int64, buffer=bufs[loc.buf], offset=loc.off * 4,
+                          strides=tuple(s * 4 for s in loc.strides))
+    v = _view(bufs, loc)
+    return v if dtype == np.float32 else v.astype(dtype)
+
+
 def _fix(value, dtype) -> np.ndarray:
     if isinstance(value, (tuple, list)) and len(value) == 1:
         value = value[0]
@@ -38,7 +48,12 @@ class NativePlan:
         self.source = lw.describe()
         self.arena_floats = max(16, lw.arena.size)
         self.feed_names = lw.feeds
-        self.feed_native = [lw.types[f].dtype.numpy == np.float32 for f in lw.feeds]
+        #: the dtype each feed is handed to native code in (None: not at all); a bool feed as
+        #: float32 0.0 / 1.0, the form native code holds bools in
+        self.feed_as = [{np.dtype(np.float32): np.float32, np.dtype(np.int64): np.int64,
+                         np.dtype(np.bool_): np.float32}.get(np.dtype(lw.types[f].dtype.numpy))
+                        for f in lw.feeds]
+        self.feed_native = [d is not None for d in self.feed_as]
         n_f = len(lw.feeds)
         self.direct = [lw.direct.get(j) is not None for j in range(len(lw.wanted))]
         self.out_types = [lw.types[w] for w in lw.wanted]
@@ -63,7 +78,8 @@ class NativePlan:
                      and all(self.direct) and len(set(self.output_names)) == len(self.direct)
                      else None)
         self._out_shapes = [tuple(t.shape) for t in self.out_types]
-        self._feed_args = (self.feed_names[0] if self.feed_native == [True] else None)
+        self._feed_args = (self.feed_names[0] if self.feed_native == [True]
+                           and lw.types[lw.feeds[0]].dtype.numpy == np.float32 else None)
 
     def _arena(self) -> np.ndarray:
         try:
@@ -89,8 +105,8 @@ class NativePlan:
                 bufs = (self.weights.array, arena, np.ascontiguousarray(feeds[fa]), *outs)
             else:
                 bufs = (self.weights.array, arena,
-                        *[np.ascontiguousarray(feeds[n]) if nat else None
-                          for n, nat in zip(self.feed_names, self.feed_native)], *outs)
+                        *[np.ascontiguousarray(feeds[n], dtype=d) if d is not None else None
+                          for n, d in zip(self.feed_names, self.feed_as)], *outs)
             seg = self._one
             failed = _native.run(seg.program, bufs)
             if failed >= 0:
@@ -102,8 +118,8 @@ class NativePlan:
     def _run(self, feeds) -> dict:
         arena = self._arena()
         try:
-            fa = [np.ascontiguousarray(feeds[n]) if nat else feeds[n]
-                  for n, nat in zip(self.feed_names, self.feed_native)]
+            fa = [np.ascontiguousarray(feeds[n], dtype=d) if d is not None else feeds[n]
+                  for n, d in zip(self.feed_names, self.feed_as)]
             outs = [np.empty(t.shape, np.float32) if d else None
                     for d, t in zip(self.direct, self.out_types)]
             bufs = (self.weights.array, arena, *fa, *outs)
@@ -121,7 +137,7 @@ class NativePlan:
                 if kind == "direct":
                     result[name] = o
                 elif kind == "loc":
-                    result[name] = _view(bufs, what).copy()
+                    result[name] = np.array(_typed(bufs, what, t.dtype.numpy))
                 elif kind == "const":
                     result[name] = np.array(what, dtype=t.dtype.numpy)
                 elif kind == "feed":
@@ -139,6 +155,10 @@ class NativePlan:
                 args.append(None)
             elif spec[0] == "loc":
                 args.append(_view(bufs, spec[1]))
+            elif spec[0] == "loc_bool":
+                args.append(_view(bufs, spec[1]) != 0)
+            elif spec[0] == "loc_i64":
+                args.append(_typed(bufs, spec[1], np.int64))
             elif spec[0] == "const":
                 args.append(spec[1])
             elif spec[0] == "feed":
@@ -179,7 +199,7 @@ class NativePlan:
             if v in feeds:
                 return feeds[v]
             if v in lw.locs:
-                return _view(bufs, lw.locs[v])
+                return _typed(bufs, lw.locs[v], lw.types[v].dtype.numpy)
             raise KeyError(v)
 
         seen = []

@@ -14,6 +14,8 @@ from typing import Any, Mapping, Sequence
 (LOAD, CONST, ADD, SUB, MUL, DIV, MAX, MIN, POW, NEG, ABS, EXP, LOG, SQRT, TANH, SIGMOID, RELU,
  ERF, GELU, GELU_TANH, SQUARE, RECIP, SWISH, COPY) = range(1, 25)
 MAXREG, MAXIN, MAXCONST = 16, 16, 32
+#: mask ops (csrc/om_masks.h): bools are 0.0 / 1.0; WHERE reads its condition from dst
+LOADI64, ISNAN, WHERE, EQ, NE, LT, LE = range(30, 37)
 
 UNARY = {"relu": RELU, "sigmoid": SIGMOID, "tanh": TANH, "exp": EXP, "log": LOG, "sqrt": SQRT,
          "neg": NEG, "abs": ABS, "erf": ERF, "identity": COPY, "copy": COPY}

@@ -13,6 +13,7 @@ from onemodel.core.symbolic import evaluate_nested
 
 from . import program as P
 from .lower import Loc, Lowering, contiguous_strides, squeeze_dims
+from .views import heads_last_dest, reshape_view, split_view
 from .pointwise import ADD, MUL, SUB, UNARY, Unsupported, VMBuilder, formula_code, op_code
 
 ACC = -1
@@ -33,7 +34,7 @@ def same_order_view(lw: Lowering, node, params):
 def permute_view(axes_of):
     def rule(lw: Lowering, node, params):
         x, out = node.inputs[0], node.outputs[0]
-        loc = lw.loc(x)
+        loc = lw.loc(x, ints=True)
         axes = axes_of(params, len(loc.shape))
         lw.bind(out, loc.with_view(tuple(loc.shape[a] for a in axes),
                                    tuple(loc.strides[a] for a in axes)))
@@ -55,7 +56,7 @@ def index_view(lw: Lowering, node, params):
     """Basic indexing with positive-step slices and integers (shufflenet's channel split) as a
     view: an offset and strides, no copy."""
     x, out = node.inputs[0], node.outputs[0]
-    loc = lw.loc(x)
+    loc = lw.loc(x, ints=True)
     index = params.get("index")
     if not isinstance(index, (tuple, list)) or len(index) > len(loc.shape):
         raise Unsupported("index form")
@@ -82,7 +83,7 @@ def index_view(lw: Lowering, node, params):
 
 def expand_view(lw: Lowering, node, params):
     x, out = node.inputs[0], node.outputs[0]
-    loc = lw.loc(x)
+    loc = lw.loc(x, ints=True)
     shape = lw.shape(out)
     lw.bind(out, loc.with_view(shape, broadcast_strides(loc, shape)))
 
@@ -161,6 +162,32 @@ def _accumulate_target(lw: Lowering, node, out_value: str):
     return acc, resid
 
 
+def _act_reader(lw: Lowering, value: str):
+    """``(node, activation)``: the relu, tanh, sigmoid or GELU (erf or tanh) that is the only
+    reader of a GEMM's output, through reshapes (GPT-2's MLP: linear, reshape, GELU-tanh), to be
+    applied in the GEMM's registers; else None."""
+    v = value
+    for _ in range(4):
+        users = lw.uses.get(v, [])
+        if len(users) != 1 or v in lw.wanted:
+            return None
+        n = lw.nodes[users[0]]
+        if n.op in ("reshape", "flatten", "squeeze", "unsqueeze") and n.inputs[0] == v:
+            v = n.outputs[0]
+            continue
+        if len(n.inputs) != 1 or n.inputs[0] != v or not lw._lowerable(n) \
+                or not lw.is_f32(n.outputs[0]):
+            return None
+        p = dict(n.params)
+        if n.op in ("relu", "tanh", "sigmoid") and not p:
+            return n, n.op
+        if n.op == "gelu" and set(p) <= {"approximate"} \
+                and p.get("approximate", "none") in ("none", "tanh"):
+            return n, "gelu_tanh" if p.get("approximate") == "tanh" else "gelu"
+        return None
+    return None
+
+
 def _gemm(lw: Lowering, node, x: str, n: int, panels_off: int, bias: str | None, act: str | None):
     out = node.outputs[0]
     xl, m, k, lda = lw.matrix(x)
@@ -168,8 +195,15 @@ def _gemm(lw: Lowering, node, x: str, n: int, panels_off: int, bias: str | None,
     if bias_loc is not None and bias_loc.size != n:
         raise Unsupported("bias shape")
     target = None if act not in (None, "none") else _accumulate_target(lw, node, out)
+    reader = _act_reader(lw, out) if target is None and act in (None, "none") else None
+    if reader is not None:
+        act = reader[1]
     if target is not None:
         dst, resid = target
+    elif reader is not None:  # the memory of the activation's output (the caller's array when
+        # it is returned), seen with the GEMM's shape: the same elements in the same order
+        fin = lw.dest(reader[0].outputs[0])
+        dst, resid = fin.with_view(lw.shape(out), contiguous_strides(lw.shape(out))), None
     else:
         dst, resid = lw.dest(out), None
     lw.emit(P.instruction(P.I_GEMM, xl.addr, lda, m, k, n, P.addr(P.WEIGHTS, panels_off),
@@ -179,6 +213,8 @@ def _gemm(lw: Lowering, node, x: str, n: int, panels_off: int, bias: str | None,
                           P.ACTIVATIONS[act]))
     if target is None:
         lw.bind(out, dst)
+    if reader is not None:  # its output is the GEMM's, activated (pointwise_rule binds it)
+        lw.fused[id(reader[0])] = fin
 
 
 def linear_rule(lw: Lowering, node, params):
@@ -676,8 +712,9 @@ def _attn_operand(lw: Lowering, loc: Loc, batch) -> list[int]:
 
 def attention_rule(lw: Lowering, node, params):
     q, k, v = node.inputs[:3]
-    if len(node.inputs) > 3 and node.inputs[3] is not None:
-        raise Unsupported("attention mask")
+    mask = node.inputs[3] if len(node.inputs) > 3 else None
+    if mask is not None and not (lw.is_f32(mask) or lw.is_bool(mask)):
+        raise Unsupported("attention mask dtype")
     if not all(lw.is_f32(t) for t in (q, k, v)):
         raise Unsupported("dtype")
     ql, kl, vl = lw.loc(q), lw.loc(k), lw.loc(v)
@@ -688,14 +725,20 @@ def attention_rule(lw: Lowering, node, params):
     sq, d = ql.shape[-2:]
     sk, dv = vl.shape[-2:]
     ops_ = [_attn_operand(lw, loc, batch) for loc in (ql, kl, vl)]
-    dst = lw.dest(out)
+    dst = heads_last_dest(lw, out) or lw.dest(out)
     ost = list(dst.strides[:-2])
     ost = [0] * (2 - len(batch)) + ost
     nb = [1] * (2 - len(batch)) + list(batch)
     scratch = lw.scratch((sk + 15) // 16 * 16 * d + sq * sk + (dv + 15) // 16 * 16 * sk + sq)
-    lw.emit(P.instruction(P.I_ATTN, nb[0], nb[1], sq, sk, d, dv, P.fbits(1.0 / math.sqrt(d)),
-                          *ops_[0], *ops_[1], *ops_[2], dst.addr, ost[0], ost[1],
-                          dst.strides[-2], scratch.addr))
+    extra = []
+    if mask is not None:  # its strides broadcast to the scores (batch..., sq, sk)
+        ml = lw.loc(mask)
+        mst = broadcast_strides(ml, tuple(batch) + (sq, sk))
+        mst = (0,) * (2 - len(batch)) + tuple(mst)
+        extra = [ml.addr, *mst, 1 if lw.is_bool(mask) else 0]
+    lw.emit(P.instruction(P.I_ATTN_MASK if extra else P.I_ATTN, nb[0], nb[1], sq, sk, d, dv,
+                          P.fbits(1.0 / math.sqrt(d)), *ops_[0], *ops_[1], *ops_[2], dst.addr,
+                          ost[0], ost[1], dst.strides[-2], scratch.addr, *extra))
     lw.bind(out, dst)
 
 
@@ -759,10 +802,18 @@ def pointwise_rule(lw: Lowering, node, params):
     else:
         regs = [vm.load(v) for v in node.inputs if v is not None]
         acc = _step(lw, vm, node.op, params, regs)
-    if not all(lw.is_f32(v) for v in vm.inputs):
+    if not _vm_dtypes_ok(lw, node, vm.inputs):
         raise Unsupported("dtype")
     vm.finish(acc)
     _emit_vm(lw, vm, None, {})
+
+
+def _vm_dtypes_ok(lw: Lowering, node, inputs) -> bool:
+    """float32 results of float32 or bool inputs (bools are 0.0 / 1.0, numpy's promotion); a
+    bool result only of ops that are logical on 0 / 1 (and: mul, or: maximum, minimum)."""
+    if lw.is_f32(node.outputs[0]):
+        return all(lw.is_f32(v) or lw.is_bool(v) for v in inputs)
+    return node.op in ("mul", "maximum", "minimum") and all(lw.is_bool(v) for v in inputs)
 
 
 def _emit_vm(lw: Lowering, vm: VMBuilder, dst: Loc | None, extra: dict) -> None:
@@ -832,5 +883,12 @@ for _name in list(UNARY) + ["add", "sub", "mul", "div", "maximum", "minimum", "p
                             "clip"]:
     RULES.setdefault(_name, pointwise_rule)
 RULES["identity"] = same_order_view
+RULES.update({"reshape": reshape_view, "flatten": reshape_view, "squeeze": reshape_view,
+              "unsqueeze": reshape_view, "identity": reshape_view, "split": split_view})
+
+# text models' embeddings and masks (text_rules imports this module's VM emitter)
+from .text_rules import TEXT_RULES  # noqa: E402
+
+RULES.update(TEXT_RULES)
 
 __all__ = ["RULES"]

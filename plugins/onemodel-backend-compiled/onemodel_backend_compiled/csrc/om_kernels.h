@@ -16,6 +16,17 @@ typedef int32_t om_idx8 __attribute__((vector_size(32)));
 #endif
 #endif
 
+/* the same of two vectors (indices 8-15 pick from b) */
+#ifndef OM_SHUF8X2
+#ifdef __clang__
+#define OM_SHUF8X2(a, b, i0, i1, i2, i3, i4, i5, i6, i7) \
+    __builtin_shufflevector(a, b, i0, i1, i2, i3, i4, i5, i6, i7)
+#else
+#define OM_SHUF8X2(a, b, i0, i1, i2, i3, i4, i5, i6, i7) \
+    __builtin_shuffle(a, b, (om_idx8){i0, i1, i2, i3, i4, i5, i6, i7})
+#endif
+#endif
+
 typedef float SFX(v8) __attribute__((vector_size(32)));
 #define V8 SFX(v8)
 
@@ -114,10 +125,18 @@ static void SFX(store_tile)(const float *tile, int mr, int nr, long m0, long n0,
     }
 }
 
-/* the epilogue on one row of 16 columns held in two registers, stored into C[m, n0:n0+16] */
+/* tanh, sigmoid and GELU-tanh on 8 lanes (defined with the vector math below) */
+static inline SFX(v8) SFX(tanh8)(SFX(v8) x);
+static inline SFX(v8) SFX(sigmoid8)(SFX(v8) x);
+static inline SFX(v8) SFX(gelu_tanh8)(SFX(v8) x);
+
+/* the epilogue on one row of 16 columns held in two registers, stored into C[m, n0:n0+16]
+ * (tanh, sigmoid and GELU-tanh too: through store_tile's scalar formulas a linear + GELU-tanh
+ * spent 9 ns an element, 15x its GEMM) */
 static inline int SFX(fast_epi)(int nr, const SFX(Epi) *e) {
     return nr == 16 && e->bias_mode != 2
-           && (e->act == ACT_NONE || e->act == ACT_RELU || e->act == ACT_GELU);
+           && (e->act == ACT_NONE || e->act == ACT_RELU || e->act == ACT_GELU
+               || e->act == ACT_TANH || e->act == ACT_SIGMOID || e->act == ACT_GELU_TANH);
 }
 
 static inline void SFX(store16)(V8 v0, V8 v1, long m, long n0, float *C, long ldc,
@@ -129,6 +148,9 @@ static inline void SFX(store16)(V8 v0, V8 v1, long m, long n0, float *C, long ld
     }
     if (e->act == ACT_RELU) { v0 = SFX(relu8)(v0); v1 = SFX(relu8)(v1); }
     else if (e->act == ACT_GELU) { v0 = SFX(gelu8)(v0); v1 = SFX(gelu8)(v1); }
+    else if (e->act == ACT_TANH) { v0 = SFX(tanh8)(v0); v1 = SFX(tanh8)(v1); }
+    else if (e->act == ACT_SIGMOID) { v0 = SFX(sigmoid8)(v0); v1 = SFX(sigmoid8)(v1); }
+    else if (e->act == ACT_GELU_TANH) { v0 = SFX(gelu_tanh8)(v0); v1 = SFX(gelu_tanh8)(v1); }
     float *c = C + m * ldc + n0;
     SFX(st8)(c, v0); SFX(st8)(c + 8, v1);
 }
@@ -312,6 +334,14 @@ static inline V8 SFX(exp8)(V8 x) {
     y = y * r + 1.6666665459E-1f;
     y = y * r + 5.0000001201E-1f;
     y = y * r * r + r + 1.0f;
+#ifdef OM_VEC_MINMAX
+    /* every lane's 2^n a normal float (x above -87.3, softmax's usual case): one scale, the
+     * same result as the two below (y * 2^h is exact there, so both round y * 2^n once) */
+    if (!__builtin_ia32_movmskps256((V8)((n < -126) | (n > 127)))) {
+        V8 p = (V8)((n + 127) << 23);
+        return SFX(sel)(x != x, x, y * p);
+    }
+#endif
     I8 h = n / 2;
     V8 p1 = (V8)((h + 127) << 23), p2 = (V8)((n - h + 127) << 23);
     V8 res = y * p1 * p2;
@@ -332,6 +362,13 @@ static inline V8 SFX(tanh8)(V8 x) {
 }
 
 static inline V8 SFX(sigmoid8)(V8 x) { return 0.5f * SFX(tanh8)(0.5f * x) + 0.5f; }
+
+/* om_gelu_tanh on 8 lanes (GPT-2's activation; the scalar loop calls tanh through exp and does
+ * not vectorise) */
+static inline V8 SFX(gelu_tanh8)(V8 x) {
+    V8 u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + SFX(tanh8)(u));
+}
 
 /* y = softmax(scale * x) over n values (y may be x); NaN anywhere gives NaN everywhere, as the
  * numpy kernel's max does. The sum is in SFX(sum)'s order. With normalize 0, y holds the
@@ -647,7 +684,9 @@ static void SFX(phase_planes)(const float *xg, float *xp, long cig, long H, long
  * Stride s > 1 becomes stride 1 over phase planes: plane (a, b) of a channel holds the padded
  * input at rows i * sh + a and columns j * sw + b, so tap (u, t) of output (oh, ow) reads plane
  * (u dh % sh, t dw % sw) at (oh + u dh / sh, ow + t dw / sw): again a shifted slice. */
-static void SFX(conv_direct)(const int64_t *f, float **bufs) {
+/* noinline: inlined into the executor's switch (GCC's choice moved with unrelated code, e.g.
+ * one more user of tanh8) the convolution tiles ran 2x slower */
+static __attribute__((noinline)) void SFX(conv_direct)(const int64_t *f, float **bufs) {
 #define CADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
     const float *x = CADDR(f[0]), *wpk = CADDR(f[15]), *bias = CADDR(f[16]);
     float *out = CADDR(f[18]), *scr = CADDR(f[19]);
@@ -816,18 +855,57 @@ static void SFX(pack_bt)(const float *src, long K, long N, long ld, float *dst) 
     long np = (N + 15) / 16;
     for (long j = 0; j < np; j++) {
         float *d = dst + j * K * 16;
-        for (int c = 0; c < 16; c++) {
-            long n = j * 16 + c;
-            if (n < N) {
-                const float *r = src + n * ld;
-                for (long k = 0; k < K; k++) d[k * 16 + c] = r[k];
-            } else
-                for (long k = 0; k < K; k++) d[k * 16 + c] = 0.0f;
+        for (int c0 = 0; c0 < 16; c0 += 8) {
+            long n0 = j * 16 + c0, k = 0;
+            if (n0 + 8 <= N)  /* 8 rows x 8 columns at a time: an 8x8 transpose in registers
+                               * (element by element it was 6 % of the attention kernel) */
+                for (; k + 8 <= K; k += 8) {
+                    const float *r = src + n0 * ld + k;
+                    V8 r0 = SFX(ld8)(r), r1 = SFX(ld8)(r + ld), r2 = SFX(ld8)(r + 2 * ld),
+                       r3 = SFX(ld8)(r + 3 * ld), r4 = SFX(ld8)(r + 4 * ld),
+                       r5 = SFX(ld8)(r + 5 * ld), r6 = SFX(ld8)(r + 6 * ld),
+                       r7 = SFX(ld8)(r + 7 * ld);
+                    V8 a0 = OM_SHUF8X2(r0, r1, 0, 8, 1, 9, 4, 12, 5, 13);
+                    V8 b0 = OM_SHUF8X2(r0, r1, 2, 10, 3, 11, 6, 14, 7, 15);
+                    V8 a2 = OM_SHUF8X2(r2, r3, 0, 8, 1, 9, 4, 12, 5, 13);
+                    V8 b2 = OM_SHUF8X2(r2, r3, 2, 10, 3, 11, 6, 14, 7, 15);
+                    V8 a4 = OM_SHUF8X2(r4, r5, 0, 8, 1, 9, 4, 12, 5, 13);
+                    V8 b4 = OM_SHUF8X2(r4, r5, 2, 10, 3, 11, 6, 14, 7, 15);
+                    V8 a6 = OM_SHUF8X2(r6, r7, 0, 8, 1, 9, 4, 12, 5, 13);
+                    V8 b6 = OM_SHUF8X2(r6, r7, 2, 10, 3, 11, 6, 14, 7, 15);
+                    V8 e0 = OM_SHUF8X2(a0, a2, 0, 1, 8, 9, 4, 5, 12, 13);
+                    V8 e1 = OM_SHUF8X2(a0, a2, 2, 3, 10, 11, 6, 7, 14, 15);
+                    V8 e2 = OM_SHUF8X2(b0, b2, 0, 1, 8, 9, 4, 5, 12, 13);
+                    V8 e3 = OM_SHUF8X2(b0, b2, 2, 3, 10, 11, 6, 7, 14, 15);
+                    V8 e4 = OM_SHUF8X2(a4, a6, 0, 1, 8, 9, 4, 5, 12, 13);
+                    V8 e5 = OM_SHUF8X2(a4, a6, 2, 3, 10, 11, 6, 7, 14, 15);
+                    V8 e6 = OM_SHUF8X2(b4, b6, 0, 1, 8, 9, 4, 5, 12, 13);
+                    V8 e7 = OM_SHUF8X2(b4, b6, 2, 3, 10, 11, 6, 7, 14, 15);
+                    float *o = d + k * 16 + c0;  /* column q of the 8 rows -> panel row k + q */
+                    SFX(st8)(o, OM_SHUF8X2(e0, e4, 0, 1, 2, 3, 8, 9, 10, 11));
+                    SFX(st8)(o + 16, OM_SHUF8X2(e1, e5, 0, 1, 2, 3, 8, 9, 10, 11));
+                    SFX(st8)(o + 32, OM_SHUF8X2(e2, e6, 0, 1, 2, 3, 8, 9, 10, 11));
+                    SFX(st8)(o + 48, OM_SHUF8X2(e3, e7, 0, 1, 2, 3, 8, 9, 10, 11));
+                    SFX(st8)(o + 64, OM_SHUF8X2(e0, e4, 4, 5, 6, 7, 12, 13, 14, 15));
+                    SFX(st8)(o + 80, OM_SHUF8X2(e1, e5, 4, 5, 6, 7, 12, 13, 14, 15));
+                    SFX(st8)(o + 96, OM_SHUF8X2(e2, e6, 4, 5, 6, 7, 12, 13, 14, 15));
+                    SFX(st8)(o + 112, OM_SHUF8X2(e3, e7, 4, 5, 6, 7, 12, 13, 14, 15));
+                }
+            for (int c = c0; c < c0 + 8; c++) {  /* the rest: element by element */
+                long n = j * 16 + c;
+                if (n < N) {
+                    const float *r = src + n * ld;
+                    for (long kk = k; kk < K; kk++) d[kk * 16 + c] = r[kk];
+                } else
+                    for (long kk = k; kk < K; kk++) d[kk * 16 + c] = 0.0f;
+            }
         }
     }
 }
 
 /* -- the pointwise VM: a chain of ops over blocks of 64 elements -------------------------------- */
+#include "om_masks.h"
+
 #define VM_BLK 64
 /* rd = f(ra): 8 lanes at a time (VEC, of the V8 v), the scalar formula (SCALAR, of i) for the
  * rest; GCC does not vectorise the scalar exp (its float-to-int rounding), so the transcendental
@@ -840,7 +918,8 @@ static void SFX(pack_bt)(const float *src, long K, long N, long ld, float *dst) 
     for (; i + 8 <= n; i += 8) { V8 u = SFX(ld8)(ra + i), v = SFX(ld8)(rb + i); \
                                  SFX(st8)(rd + i, VEC); } \
     for (; i < n; i++) rd[i] = SCALAR; } while (0)
-static void SFX(vm_block)(const int64_t *code, long ncode, const float *consts, float *reg,
+/* noinline: out of the executor's switch, as conv_direct (the same reason) */
+static __attribute__((noinline)) void SFX(vm_block)(const int64_t *code, long ncode, const float *consts, float *reg,
                           float **inp, const long *istr, int nin, long n, float *out, long ostr) {
     for (int i = 0; i < nin; i++) (void)i;
     long pc = 0;
@@ -875,11 +954,12 @@ static void SFX(vm_block)(const int64_t *code, long ncode, const float *consts, 
         case VM_RELU: for (long i = 0; i < n; i++) rd[i] = om_relu(ra[i]); break;
         case VM_ERF: for (long i = 0; i < n; i++) rd[i] = om_erf(ra[i]); break;
         case VM_GELU: for (long i = 0; i < n; i++) rd[i] = om_gelu(ra[i]); break;
-        case VM_GELU_TANH: for (long i = 0; i < n; i++) rd[i] = om_gelu_tanh(ra[i]); break;
+        case VM_GELU_TANH: OM_VM_UNARY8(SFX(gelu_tanh8)(v), om_gelu_tanh(ra[i])); break;
         case VM_SQUARE: for (long i = 0; i < n; i++) rd[i] = ra[i] * ra[i]; break;
         case VM_RECIP: for (long i = 0; i < n; i++) rd[i] = 1.0f / ra[i]; break;
         case VM_SWISH: OM_VM_UNARY8(v * SFX(sigmoid8)(v), ra[i] * om_sigmoid(ra[i])); break;
         case VM_COPY: memcpy(rd, ra, n * sizeof(float)); break;
+        OM_VM_MASK_CASES
         default: break;
         }
     }
@@ -975,7 +1055,18 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
                 for (; i8 < cols; i8++) var += (xr[i8] - mean) * (xr[i8] - mean);
                 var = var / (float)cols;
                 float inv = 1.0f / sqrtf(var + eps);
-                for (long i = 0; i < cols; i++) {
+                V8 iv = SFX(bc)(inv);
+                long i = 0;
+                /* 8 lanes at a time, the scalar loop's operations in its order (the branches
+                 * on g and bt left it scalar: 4x slower) */
+                if (g && bt)
+                    for (; i + 8 <= cols; i += 8)
+                        SFX(st8)(yr + i, (SFX(ld8)(xr + i) - mv) * iv * SFX(ld8)(g + i)
+                                         + SFX(ld8)(bt + i));
+                else if (!g && !bt)
+                    for (; i + 8 <= cols; i += 8)
+                        SFX(st8)(yr + i, (SFX(ld8)(xr + i) - mv) * iv);
+                for (; i < cols; i++) {
                     float v = (xr[i] - mean) * inv;
                     if (g) v = v * g[i];
                     if (bt) v = v + bt[i];
@@ -983,7 +1074,8 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
                 }
             }
             break; }
-        case I_ATTN: {
+        case I_ATTN:
+        case I_ATTN_MASK: {  /* the same, then mask(addr, s0, s1, row, col), is_bool */
             /* nb0, nb1, sq, sk, d, dv, scale, q(addr,s0,s1,ss), k(..), v(..), o(..), scratch:
              * per head, S = Q K^T on the packed GEMM (K packed as the B panels), a softmax
              * per row of S left unnormalised, O = S V (V packed) written at O's strides, and
@@ -1003,8 +1095,14 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
                     float *o = ADDR(O[0]) + b0 * O[1] + b1 * O[2];
                     SFX(pack_bt)(k, d, sk, Kd[3], kp);
                     SFX(gemm)(sq, d, sk, q, Q[3], kp, S, sk, &none);
+                    float rs = scale;
+                    if (op == I_ATTN_MASK) {  /* S scaled and masked first (om_masks.h) */
+                        SFX(attn_mask)(S, sq, sk, scale, ADDR(f[24]) + b0 * f[25] + b1 * f[26],
+                                       f[27], f[28], (int)f[29]);
+                        rs = 1.0f;
+                    }
                     for (long i = 0; i < sq; i++)
-                        sums[i] = SFX(softmax_row)(S + i * sk, S + i * sk, sk, scale, 0);
+                        sums[i] = SFX(softmax_row)(S + i * sk, S + i * sk, sk, rs, 0);
                     SFX(pack_b)(v, sk, dv, Vd[3], 1, vp);
                     SFX(gemm)(sq, sk, dv, S, sk, vp, o, O[3], &none);
                     for (long i = 0; i < sq; i++) {
@@ -1128,6 +1226,9 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
                     else for (long h = 0; h < sh[5]; h++) *dd++ = p[h * st[5]];
                 }
             break; }
+        case I_GATHER:
+            if (!SFX(gather)(f, bufs)) return idx;
+            break;
         case I_FAIL:
             return idx;
         default:

@@ -9,10 +9,14 @@ enum { I_GEMM = 1, I_VM = 2, I_SOFTMAX = 3, I_LAYERNORM = 4, I_ATTN = 5, /* 6: w
        I_MAXPOOL = 7, I_AVGPOOL = 8, I_COPY = 9, I_BMM = 10, I_CONV_DIRECT = 11,
        I_CONV1X1 = 12, I_MEAN_ROWS = 13, I_CONCAT = 14,
        I_CONV_GEMM = 20, /* 20-29: convolution paths */
+       I_GATHER = 30, I_ATTN_MASK = 31,
        I_FAIL = 99 };
 enum { VM_LOAD = 1, VM_CONST, VM_ADD, VM_SUB, VM_MUL, VM_DIV, VM_MAX, VM_MIN, VM_POW, VM_NEG,
        VM_ABS, VM_EXP, VM_LOG, VM_SQRT, VM_TANH, VM_SIGMOID, VM_RELU, VM_ERF, VM_GELU,
-       VM_GELU_TANH, VM_SQUARE, VM_RECIP, VM_SWISH, VM_COPY };
+       VM_GELU_TANH, VM_SQUARE, VM_RECIP, VM_SWISH, VM_COPY,
+       /* masks (om_masks.h): an int64 load, bools as 0.0 / 1.0, where reads its condition
+        * from the destination register */
+       VM_LOADI64 = 30, VM_ISNAN, VM_WHERE, VM_EQ, VM_NE, VM_LT, VM_LE };
 #define VM_MAXREG 16
 #define VM_MAXIN 16
 #define VM_MAXCONST 32
