@@ -3,9 +3,13 @@
 ``compile(graph)`` packs the graph's weights once (GEMM panels) into a `WeightBlock` shared by
 every shape signature; each signature is lowered (`lower.Lowering`, milliseconds, no C compiler)
 into native segments run by the kernel library built at install time. ``threads`` (default 1)
-bounds BLAS for ops that fall back to numpy; the native kernels are single-threaded. The backend
-declares ``threads`` so the session does not bound BLAS around a run itself: a plan that is all
-native code never calls BLAS, and one with numpy steps bounds it here (2-3 us a run saved).
+bounds a run's threads: with ``threads`` above 1 the session owns a native pool of
+``threads - 1`` workers (started at the first split, joined when the session is dropped) over
+which the executor splits large instructions by rows, images or heads (csrc/om_split.h; never at
+batch 1, nor for work too small to pay a hand-off), and BLAS for ops that fall back to numpy gets
+at most ``threads``. The backend declares ``threads`` so the session does not bound BLAS around a
+run itself: a plan that is all native code never calls BLAS, and one with numpy steps bounds it
+here (2-3 us a run saved).
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import numpy as np
 from onemodel.core.plan import CompiledGraph
 from onemodel.errors import OneModelError
 
+from . import _native
 from .lower import Lowering
 from .plan import NativePlan
 from .rules import RULES
@@ -58,6 +63,8 @@ class NativeGraph(CompiledGraph):
         self.weights = WeightBlock()
         self._last = None
         self.numpy_kernels = {op: k for (b, op), k in tables.kernels.items() if b == "numpy"}
+        #: intra-op threads for every plan of this session (None at one thread)
+        self.pool = _native.Pool(backend.threads) if backend.threads > 1 else None
         self._pack(graph)
 
     def _pack(self, graph) -> None:
@@ -86,7 +93,7 @@ class NativeGraph(CompiledGraph):
     def build(self, env, output_names):
         lw = Lowering(self.graph, env, output_names, self.weights, self.ops, RULES,
                       self.numpy_kernels)
-        return NativePlan(lw, self.weights)
+        return NativePlan(lw, self.weights, self.pool)
 
 
 def create(**options) -> CompiledBackend:

@@ -20,6 +20,15 @@ def _view(bufs, loc: Loc) -> np.ndarray:
                       strides=tuple(s * 4 for s in loc.strides))
 
 
+def batch_of(lw: Lowering) -> int:
+    """The run's batch: the leading dimension of the first feed with two or more (1 if none)."""
+    for f in lw.feeds:
+        shape = lw.types[f].shape
+        if len(shape) >= 2:
+            return int(shape[0])
+    return 1
+
+
 def _fix(value, dtype) -> np.ndarray:
     if isinstance(value, (tuple, list)) and len(value) == 1:
         value = value[0]
@@ -30,9 +39,12 @@ def _fix(value, dtype) -> np.ndarray:
 class NativePlan:
     """What `CompiledGraph.plan` returns for the compiled backend (``run(feeds)``, ``source``)."""
 
-    def __init__(self, lw: Lowering, weights) -> None:
+    def __init__(self, lw: Lowering, weights, pool=None) -> None:
         self.lw = lw
         self.weights = weights
+        #: the session's intra-op threads (`_native.Pool`), None at batch 1: a hand-off costs
+        #: more than it saves on the small instructions of one sample
+        self.pool = pool if batch_of(lw) > 1 else None
         self.segments = lw.segments
         self.output_names = lw.output_names
         self.source = lw.describe()
@@ -92,7 +104,7 @@ class NativePlan:
                         *[np.ascontiguousarray(feeds[n]) if nat else None
                           for n, nat in zip(self.feed_names, self.feed_native)], *outs)
             seg = self._one
-            failed = _native.run(seg.program, bufs)
+            failed = _native.run(seg.program, bufs, self.pool)
             if failed >= 0:
                 self._native_failure(seg, failed, bufs, {}, feeds)
             return dict(zip(self.output_names, outs))
@@ -110,7 +122,7 @@ class NativePlan:
             py: dict = {}
             for seg in self.segments:
                 if seg.__class__ is NativeSegment:
-                    failed = _native.run(seg.program, bufs)
+                    failed = _native.run(seg.program, bufs, self.pool)
                     if failed >= 0:
                         self._native_failure(seg, failed, bufs, py, feeds)
                 else:

@@ -1,0 +1,302 @@
+"""Intra-op threads of the compiled backend (csrc/om_pool.h, csrc/om_split.h): a split never
+changes a bit (threads 1, 2 and 3 give identical outputs, on both kernel copies), batch 1 never
+splits, a run keeps at most ``threads`` threads busy, the pool's workers end with the session,
+a forked child runs, runs from several Python threads at once stay correct, and an interrupted
+run leaves the session usable."""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import onemodel as om
+from onemodel_backend_compiled import _native
+from tests import session_models as models
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+LINUX_TASKS = pytest.mark.skipif(not os.path.exists("/proc/self/task"),
+                                 reason="needs Linux's /proc to count threads")
+
+
+def _pointwise_model():
+    def fn(x):
+        return om.ops.tanh(x) * om.ops.sigmoid(x * 0.5 + 1.0) + om.ops.exp(-x * x)
+    return fn, (5, 37, 29)
+
+
+MODELS = {
+    "mlp": lambda: models.mlp(),
+    "cnn": lambda: models.cnn(),
+    "branches": lambda: models.branches(n=3, width=200),
+    "transformer": lambda: (models.encoder_layer(d=64, heads=4, ffn=128)[0], (12, 64)),
+    "transformer_primitives": lambda: (
+        models.encoder_layer(d=32, heads=2, ffn=48, primitives=True)[0], (7, 32)),
+    "pointwise": _pointwise_model,
+}
+#: models whose batch-64 run has instructions large enough for the measured rule to split
+LARGE = {"mlp", "cnn", "branches", "transformer"}
+_TRACED: dict = {}
+
+
+def _traced(name):
+    if name not in _TRACED:
+        fn, shape = MODELS[name]()
+        _TRACED[name] = (shape, models.trace(fn, shape))
+    return _TRACED[name]
+
+
+def _pool(session):
+    return session._compiled.pool
+
+
+@pytest.fixture(params=["native", "generic"])
+def isa(request):
+    """Each test runs on the CPU's own kernel copy and on the portable one."""
+    before = _native.isa()
+    _native.use(before if request.param == "native" else "generic")
+    yield _native.isa()
+    _native.use(before)
+
+
+@pytest.fixture(params=["measured", "everything"])
+def split_rule(request):
+    """The measured rule, and every splittable instruction split as finely as it goes (small
+    parts: row tiles, vector blocks and images at their boundaries)."""
+    before = _native.split_min_work()
+    if request.param == "everything":
+        _native.split_min_work(0)
+    yield request.param
+    _native.split_min_work(before)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_threads_give_the_same_bits(name, isa, split_rule):
+    shape, traced = _traced(name)
+    sessions = {t: om.Session(traced, backend="compiled", threads=t) for t in (1, 2, 3)}
+    for batch in (1, 64):
+        x = models.feed(shape, batch, seed=batch)
+        x[0, ..., 0] = np.nan  # NaN and inf travel the same way on every thread
+        x[-1, ..., -1] = np.inf
+        feeds = {"input": x}
+        jobs = {t: _pool(s).jobs for t, s in sessions.items() if t > 1}
+        ref = sessions[1].run(feeds)["output"].numpy()
+        for t in (2, 3):
+            got = sessions[t].run(feeds)["output"].numpy()
+            assert got.tobytes() == ref.tobytes(), f"{name} b{batch} threads={t} {isa}"
+            split = _pool(sessions[t]).jobs - jobs[t]
+            if batch == 1:
+                assert split == 0, f"{name}: batch 1 must not split"
+            elif split_rule == "everything" or name in LARGE:
+                assert split > 0, f"{name} b{batch}: nothing was split over {t} threads"
+
+
+def test_the_default_is_one_thread_and_no_pool():
+    _, traced = _traced("mlp")
+    s = om.Session(traced, backend="compiled")
+    assert s.threads == 1 and _pool(s) is None
+
+
+def test_bad_pool_arguments_are_refused():
+    with pytest.raises(ValueError, match="threads must be at least 1, got 0"):
+        _native.Pool(0)
+    with pytest.raises(TypeError, match="pool must be a Pool"):
+        _native.run(np.zeros(0, np.int64), (None, None), "two")
+    assert _native.Pool(1000).threads == 64  # held to the most threads a pool has
+
+
+def _tasks():
+    return set(os.listdir("/proc/self/task"))
+
+
+@LINUX_TASKS
+def test_workers_start_when_needed_and_end_with_the_session():
+    shape, traced = _traced("mlp")
+    gc.collect()
+    before = _tasks()
+    s = om.Session(traced, backend="compiled", threads=3)
+    s.run({"input": models.feed(shape, 1)})
+    assert _tasks() == before, "batch 1 starts no worker"
+    s.run({"input": models.feed(shape, 64)})
+    assert len(_tasks() - before) == 2 and _pool(s).workers == 2
+    del s
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while _tasks() - before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _tasks() - before, "the pool's workers outlived the session"
+
+
+BUSY_SCRIPT = r'''
+import json, os, sys, threading, time
+import numpy as np
+import onemodel as om
+from tests import session_models as models
+threads = int(sys.argv[1])
+fn, shape = models.mlp(sizes=(512, 1024, 1024, 10))
+traced = models.trace(fn, shape)
+s = om.Session(traced, backend="compiled", threads=threads)
+x = {"input": models.feed(shape, 256)}
+s.run(x)
+stop = threading.Event()
+runs = [0, 0]
+
+def work(i):
+    while not stop.is_set():
+        s.run(x)
+        runs[i] += 1
+
+workers = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+for w in workers:
+    w.start()
+me = str(threading.get_native_id())
+busy, tasks = [], []
+end = time.perf_counter() + 2.0
+while time.perf_counter() < end:
+    n = 0
+    ids = os.listdir("/proc/self/task")
+    for tid in ids:
+        if tid == me:
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                n += f.read().rsplit(")", 1)[1].split()[0] == "R"
+        except (OSError, IndexError):
+            pass
+    busy.append(n)
+    tasks.append(len(ids))
+    time.sleep(0.0005)
+stop.set()
+for w in workers:
+    w.join()
+print(json.dumps({"busy": busy, "tasks": tasks, "runs": runs,
+                  "workers": s._compiled.pool.workers, "jobs": s._compiled.pool.jobs}))
+'''
+
+
+@LINUX_TASKS
+def test_two_python_threads_sharing_a_session_keep_within_threads_plus_one():
+    """Two runs at once: one holds the pool (at most ``threads`` busy), the other finds it busy
+    and runs on its own thread, so never more than threads + 1 busy threads and never more
+    than threads - 1 workers started. Sampled from /proc in a fresh process."""
+    proc = subprocess.run([sys.executable, "-c", BUSY_SCRIPT, "2"], capture_output=True,
+                          text=True, timeout=300, cwd=ROOT, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert min(r["runs"]) > 2 and r["jobs"] > 0 and r["workers"] == 1
+    assert max(r["busy"]) <= 3, max(r["busy"])
+    # main + 2 Python threads + 1 worker (+ the interpreter's own, if any, fixed throughout)
+    assert max(r["tasks"]) - min(r["tasks"]) == 0 and max(r["tasks"]) <= 5
+
+
+def test_runs_from_four_python_threads_are_correct():
+    shape, traced = _traced("transformer")
+    s = om.Session(traced, backend="compiled", threads=2)
+    one = om.Session(traced, backend="compiled", threads=1)
+    feeds = [{"input": models.feed(shape, 32, seed=k)} for k in range(4)]
+    refs = [one.run(f)["output"].numpy() for f in feeds]
+    errors = []
+
+    def work(i):
+        try:
+            for _ in range(15):
+                got = s.run(feeds[i])["output"].numpy()
+                if got.tobytes() != refs[i].tobytes():
+                    errors.append(i)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(repr(exc))
+
+    ths = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    assert not errors
+    assert _pool(s).jobs > 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_runs_a_session_whose_pool_was_started_before_fork():
+    """Forked while another thread is inside a run (the pool held, its lock maybe taken): the
+    child starts its own workers and gets the same bits."""
+    shape, traced = _traced("cnn")
+    s = om.Session(traced, backend="compiled", threads=2)
+    x = {"input": models.feed(shape, 16)}
+    ref = s.run(x)["output"].numpy()
+    assert _pool(s).workers == 1
+    stop = threading.Event()
+    busy = threading.Thread(target=lambda: [s.run(x) for _ in iter(stop.is_set, True)])
+    busy.start()
+    try:
+        time.sleep(0.05)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: no pytest, only os._exit
+            code = 1
+            try:
+                os.close(r)
+                ok = all(s.run(x)["output"].numpy().tobytes() == ref.tobytes()
+                         for _ in range(3))
+                os.write(w, f"{int(ok)} {_pool(s).jobs} {_pool(s).workers}".encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        deadline = time.monotonic() + 60
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                pytest.fail("the forked child hung on the pool")
+            time.sleep(0.01)
+        reply = os.read(r, 100).decode().split()
+        os.close(r)
+    finally:
+        stop.set()
+        busy.join()
+    assert os.waitstatus_to_exitcode(status) == 0
+    ok, jobs, workers = map(int, reply)
+    assert ok == 1 and jobs > 0 and workers == 1
+    assert s.run(x)["output"].numpy().tobytes() == ref.tobytes()
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals are delivered to the main thread only")
+def test_sigint_during_split_runs_leaves_the_session_usable():
+    """Ctrl-C lands while runs are in the pool: the native run completes first (the GIL is
+    released, the signal waits), the pool is handed back, and later runs are exact and split."""
+    fn, shape = models.mlp(sizes=(512, 1024, 1024, 10))
+    traced = models.trace(fn, shape)
+    s = om.Session(traced, backend="compiled", threads=2)
+    a, b = ({"input": models.feed(shape, 256, seed=k)} for k in (1, 2))
+    ref = s.run(b)["output"].numpy().copy()
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    main = threading.main_thread().ident
+    caught = 0
+    try:
+        for k in range(8):
+            timer = threading.Timer(0.002 + 0.003 * k, signal.pthread_kill, (main, signal.SIGINT))
+            timer.start()
+            try:
+                for _ in range(200):
+                    s.run(a)
+            except KeyboardInterrupt:
+                caught += 1
+            timer.join()
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert caught == 8
+    jobs = _pool(s).jobs
+    for _ in range(20):
+        assert s.run(b)["output"].numpy().tobytes() == ref.tobytes()
+    assert _pool(s).jobs > jobs, "the pool was left held by an interrupted run"
