@@ -7,8 +7,10 @@
  * (by compare-and-swap on the ticket, highest part first), then waits for the parts others
  * claimed. A worker reads the job only after it has claimed a part of that generation, so a
  * late worker never sees a half-written next job. Idle workers spin on the ticket for about
- * OM_POOL_SPIN_NS (the next split instruction of a run is usually that close), then sleep on a
- * condition variable; the caller signals only when someone sleeps.
+ * OM_POOL_SPIN_NS while a run holds the pool (its next split instruction is usually that
+ * close), then sleep on a condition variable; the caller signals only when someone sleeps.
+ * When the run ends the workers sleep at once: no worker spins between runs, so BLAS in the
+ * numpy steps between native segments, or anything else, finds no core taken by a spinner.
  *
  * Only one run uses a pool at a time (om_pool_acquire): a run that finds it busy runs on its
  * own thread. Workers start at the first job, not at creation. After fork() the child has no
@@ -91,7 +93,8 @@ static void *om_pool_worker(void *arg) {
         while (!(__atomic_load_n(&p->ticket, __ATOMIC_ACQUIRE) & 0xffffffffu)
                && !__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
             om_cpu_relax();
-            if (++spins % 64 == 0 && om_now_ns() > until) {
+            if (++spins % 64 == 0 && (om_now_ns() > until
+                                      || !__atomic_load_n(&p->busy, __ATOMIC_RELAXED))) {
                 pthread_mutex_lock(&p->mu);
                 __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
                 while (!(__atomic_load_n(&p->ticket, __ATOMIC_SEQ_CST) & 0xffffffffu)

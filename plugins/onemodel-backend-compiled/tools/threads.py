@@ -1,0 +1,114 @@
+"""Interleaved timing of the compiled backend's intra-op threads: compiled at threads=1 and 2,
+ONNX Runtime at 1 and 2 intra-op threads, on the benchmark models at batch 64 (the transformer
+layers at 16). Run from the repository root, when the machine is otherwise idle::
+
+    .venv/bin/python plugins/onemodel-backend-compiled/tools/threads.py [handoff] [model[-bN] ...]
+
+Same loop as interleaved.py (tools/round_robin.py: 5 calls per engine in turn, rotating which
+goes first, until ``SECS`` seconds, default 2, and at least 5 rounds; medians over rounds), BLAS
+held to one thread. Printed per case: each engine's median, compiled 2 threads / 1 thread,
+and each engine / ORT at 2 threads (the per-round medians of the ratios).
+
+``SPLIT_MIN_WORK=<flops>`` sets the least work of a part on another thread
+(`_native.split_min_work`, csrc/om_split.h) to measure the rule itself.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+sys.path[:0] = [ROOT, os.path.join(ROOT, "benchmarks")]
+
+import numpy as np  # noqa: E402
+import threadpoolctl  # noqa: E402
+
+import onemodel as om  # noqa: E402
+from onemodel.tools.bench import ort_runner  # noqa: E402
+from onemodel_backend_compiled import _native  # noqa: E402
+
+from bench_models import model as traced_model, models  # noqa: E402
+from round_robin import interleave  # noqa: E402  (this folder is on sys.path)
+
+CASES = [("mlp", 64), ("cnn", 64), ("branches8", 64), ("transformer_ops", 16),
+         ("transformer", 16), ("deep100", 64)]
+
+
+def measure(name: str, batch: int, secs: float) -> str:
+    _, shape, traced = traced_model(name)
+    feeds = {"input": models.feed(shape, batch)}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.onnx")
+        traced.save_onnx(path)
+        c1 = om.Session(traced, backend="compiled", threads=1)
+        c2 = om.Session(traced, backend="compiled", threads=2)
+        calls = {"c1": lambda: c1.run(feeds), "c2": lambda: c2.run(feeds),
+                 "ort1": ort_runner(path, 1, feeds), "ort": ort_runner(path, 2, feeds)}
+        for call in calls.values():
+            for _ in range(10):
+                call()
+        same = c1.run(feeds)["output"].numpy().tobytes() == c2.run(feeds)["output"].numpy().tobytes()
+        jobs = c2._compiled.pool.jobs
+        c2.run(feeds)
+        splits = c2._compiled.pool.jobs - jobs
+        med, ratio, rounds = interleave(calls, secs)
+    us = {k: v * 1e6 for k, v in med.items()}
+    return (f"{name}-b{batch:<3} compiled t1 {us['c1']:8.1f} us  t2 {us['c2']:8.1f} us"
+            f"  (t2/t1 {med['c2'] / med['c1']:.2f}, {splits} splits/run)"
+            f"  ort t1 {us['ort1']:8.1f}  t2 {us['ort']:8.1f} us"
+            f"  | /ort2: c1 {ratio['c1']:.2f} c2 {ratio['c2']:.2f} ort1 {ratio['ort1']:.2f}"
+            f"  same bits {same}  rounds {rounds}")
+
+
+def handoff(secs: float) -> str:
+    """The cost of one split: a 64 x 32 x 32 linear layer (about 1 us of work) run at
+    threads=2 split into 2 parts (split_min_work 0) against not split, interleaved; the
+    difference per run is the hand-off (publish, a spinning worker's claim, the join)."""
+    fn, shape = models.mlp(sizes=(32, 32))
+    traced = models.trace(fn, shape)
+    s = om.Session(traced, backend="compiled", threads=2)
+    feeds = {"input": models.feed(shape, 64)}
+    before = _native.split_min_work()
+
+    def run(work):
+        def call():
+            _native.split_min_work(work)
+            s.run(feeds)
+        return call
+
+    calls = {"ort": run(1e30), "split": run(0.0)}  # "ort": the reference key of interleave
+    for call in calls.values():
+        for _ in range(50):
+            call()
+    jobs = s._compiled.pool.jobs
+    calls["split"]()
+    splits = s._compiled.pool.jobs - jobs
+    med, ratio, rounds = interleave(calls, secs)
+    _native.split_min_work(before)
+    return (f"hand-off: one run {med['ort'] * 1e6:.1f} us unsplit, {med['split'] * 1e6:.1f} us "
+            f"split ({splits} split/run): {(med['split'] - med['ort']) * 1e6:.1f} us a split")
+
+
+def main(argv) -> None:
+    secs = float(os.environ.get("SECS", "2"))
+    if "SPLIT_MIN_WORK" in os.environ:
+        _native.split_min_work(float(os.environ["SPLIT_MIN_WORK"]))
+    print(f"load {os.getloadavg()[0]:.2f}, split_min_work {_native.split_min_work():.3g}",
+          flush=True)
+    with threadpoolctl.threadpool_limits(1):
+        if "handoff" in argv:
+            print(handoff(secs), flush=True)
+            argv = [a for a in argv if a != "handoff"]
+            if not argv:
+                return
+        for name, batch in CASES:
+            if argv and not any(a in (name, f"{name}-b{batch}") for a in argv):
+                continue
+            print(measure(name, batch, secs), flush=True)
+    print(f"load {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
