@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 import threadpoolctl  # noqa: E402
 
 import onemodel as om  # noqa: E402
-from onemodel.tools.bench import ort_runner  # noqa: E402
+from onemodel.tools.bench import ort_runner, parallel_capacity  # noqa: E402
 from onemodel_backend_compiled import _native  # noqa: E402
 
 from bench_models import model as traced_model, models  # noqa: E402
@@ -39,6 +39,7 @@ CASES = [("mlp", 64), ("cnn", 64), ("branches8", 64), ("transformer_ops", 16),
 def measure(name: str, batch: int, secs: float) -> str:
     _, shape, traced = traced_model(name)
     feeds = {"input": models.feed(shape, batch)}
+    capacity = parallel_capacity(0.05)  # 2.0: two free cores; near 1: the second one is taken
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "model.onnx")
         traced.save_onnx(path)
@@ -59,15 +60,18 @@ def measure(name: str, batch: int, secs: float) -> str:
             f"  (t2/t1 {med['c2'] / med['c1']:.2f}, {splits} splits/run)"
             f"  ort t1 {us['ort1']:8.1f}  t2 {us['ort']:8.1f} us"
             f"  | /ort2: c1 {ratio['c1']:.2f} c2 {ratio['c2']:.2f} ort1 {ratio['ort1']:.2f}"
-            f"  same bits {same}  rounds {rounds}")
+            f"  same bits {same}  rounds {rounds}  capacity {capacity:.2f}")
 
 
 def handoff(secs: float) -> str:
-    """The cost of one split: a 64 x 32 x 32 linear layer (about 1 us of work) run at
-    threads=2 split into 2 parts (split_min_work 0) against not split, interleaved; the
-    difference per run is the hand-off (publish, a spinning worker's claim, the join)."""
-    fn, shape = models.mlp(sizes=(32, 32))
-    traced = models.trace(fn, shape)
+    """What a split costs: the 100-layer stack of 64x64 linear layers at batch 64 (100 GEMMs
+    of about 5 us each, back to back in one run) at threads=2, every GEMM split in two
+    (split_min_work 0) against none split, interleaved. The difference per GEMM is the
+    hand-off (publish, the spinning worker's claim, the join) less what the second thread
+    saved."""
+    fn, shape = models.deep()
+    with threadpoolctl.threadpool_limits(1):
+        traced = models.trace(fn, shape)
     s = om.Session(traced, backend="compiled", threads=2)
     feeds = {"input": models.feed(shape, 64)}
     before = _native.split_min_work()
@@ -80,15 +84,16 @@ def handoff(secs: float) -> str:
 
     calls = {"ort": run(1e30), "split": run(0.0)}  # "ort": the reference key of interleave
     for call in calls.values():
-        for _ in range(50):
+        for _ in range(20):
             call()
     jobs = s._compiled.pool.jobs
     calls["split"]()
     splits = s._compiled.pool.jobs - jobs
     med, ratio, rounds = interleave(calls, secs)
     _native.split_min_work(before)
-    return (f"hand-off: one run {med['ort'] * 1e6:.1f} us unsplit, {med['split'] * 1e6:.1f} us "
-            f"split ({splits} split/run): {(med['split'] - med['ort']) * 1e6:.1f} us a split")
+    return (f"hand-off: deep100-b64 {med['ort'] * 1e6:.1f} us unsplit, {med['split'] * 1e6:.1f} us "
+            f"with {splits} splits: {(med['split'] - med['ort']) / splits * 1e6:+.2f} us a split"
+            f" (capacity {parallel_capacity(0.05):.2f})")
 
 
 def main(argv) -> None:

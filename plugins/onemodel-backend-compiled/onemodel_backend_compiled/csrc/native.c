@@ -80,6 +80,13 @@ static PyObject *Pool_get_jobs(PoolObject *self, void *c) {
     return PyLong_FromLong(p && p->pid == getpid() ? p->jobs : 0);
 }
 
+static PyObject *Pool_get_parts(PoolObject *self, void *c) {
+    om_pool *p = self->pool;
+    int here = p && p->pid == getpid();
+    return Py_BuildValue("(ll)", here ? p->parts : 0L,
+                         here ? __atomic_load_n(&p->worker_parts, __ATOMIC_RELAXED) : 0L);
+}
+
 static PyObject *Pool_get_workers(PoolObject *self, void *c) {
     om_pool *p = self->pool;  /* workers running in this process (0 until the first split) */
     long n = p && p->started && p->pid == getpid() ? p->started - 1 : 0;
@@ -89,6 +96,8 @@ static PyObject *Pool_get_workers(PoolObject *self, void *c) {
 static PyGetSetDef Pool_getset[] = {
     {"threads", (getter)Pool_get_threads, NULL, "the most threads one run keeps busy", NULL},
     {"workers", (getter)Pool_get_workers, NULL, "worker threads started in this process", NULL},
+    {"parts", (getter)Pool_get_parts, NULL,
+     "(parts of those instructions, parts the workers ran) in this process", NULL},
     {"jobs", (getter)Pool_get_jobs, NULL, "instructions split over the threads in this process",
      NULL},
     {NULL, NULL, NULL, NULL, NULL}};

@@ -21,7 +21,6 @@
 #ifndef OM_POOL_H
 #define OM_POOL_H
 #include <pthread.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
@@ -40,12 +39,15 @@ typedef struct om_pool {
     int stop;                          /* workers exit (atomic) */
     int sleepers;                      /* workers waiting on wake (atomic) */
     uint64_t ticket;                   /* generation << 32 | parts left to claim (atomic) */
-    long done;                         /* parts finished in this job (atomic) */
+    long left;                         /* parts of this job not finished (atomic) */
+    int waiting;                       /* the caller sleeps on `fin` (atomic) */
     long jobs;                         /* jobs run in this process (for tests and tools) */
+    long parts, worker_parts;          /* their parts, and those the workers ran (atomic) */
     om_part_fn fn;                     /* the job: valid while a part of it is claimed */
     void *ctx;
     pthread_mutex_t mu;
     pthread_cond_t wake;
+    pthread_cond_t fin;                /* the last part of a job finished */
     pthread_t tids[OM_POOL_MAX];
     float *scratch[OM_POOL_MAX];       /* per worker (index = tid), 64-byte aligned */
     long scratch_floats;
@@ -81,6 +83,16 @@ static inline long om_pool_claim(om_pool *p, uint64_t *gen) {
     return -1;
 }
 
+/* a part finished: the one that finishes the job wakes the caller if it sleeps */
+static inline void om_pool_part_done(om_pool *p) {
+    if (__atomic_sub_fetch(&p->left, 1, __ATOMIC_SEQ_CST) == 0
+        && __atomic_load_n(&p->waiting, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_signal(&p->fin);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
 static void *om_pool_worker(void *arg) {
     om_worker_arg *wa = (om_worker_arg *)arg;
     om_pool *p = wa->pool;
@@ -110,7 +122,8 @@ static void *om_pool_worker(void *arg) {
         long part;
         while ((part = om_pool_claim(p, &gen)) >= 0) {
             p->fn(p->ctx, part, tid);  /* stable: this generation's job waits for this part */
-            __atomic_add_fetch(&p->done, 1, __ATOMIC_RELEASE);
+            __atomic_add_fetch(&p->worker_parts, 1, __ATOMIC_RELAXED);
+            om_pool_part_done(p);
         }
     }
 }
@@ -124,6 +137,7 @@ static om_pool *om_pool_new(int threads) {
     p->pid = getpid();
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
+    pthread_cond_init(&p->fin, NULL);
     return p;
 }
 
@@ -144,6 +158,7 @@ static void om_pool_free(om_pool *p) {
         om_pool_join(p);
         pthread_mutex_destroy(&p->mu);
         pthread_cond_destroy(&p->wake);
+        pthread_cond_destroy(&p->fin);
     }
     for (int i = 0; i < OM_POOL_MAX; i++) free(p->scratch[i]);
     free(p);
@@ -157,13 +172,15 @@ static int om_pool_acquire(om_pool *p) {
     if (p->pid != me) {  /* a forked child: the workers and the locks' state are the parent's */
         pthread_mutex_init(&p->mu, NULL);
         pthread_cond_init(&p->wake, NULL);
+        pthread_cond_init(&p->fin, NULL);
         p->started = 0;
-        p->jobs = 0;
+        p->jobs = p->parts = p->worker_parts = 0;
         p->pid = me;
         __atomic_store_n(&p->busy, 0, __ATOMIC_SEQ_CST);
         __atomic_store_n(&p->ticket, 0, __ATOMIC_SEQ_CST);
         __atomic_store_n(&p->sleepers, 0, __ATOMIC_SEQ_CST);
         __atomic_store_n(&p->stop, 0, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&p->waiting, 0, __ATOMIC_SEQ_CST);
     }
     int zero = 0;
     return __atomic_compare_exchange_n(&p->busy, &zero, 1, 0, __ATOMIC_ACQUIRE,
@@ -210,7 +227,8 @@ static void om_pool_run(om_pool *p, long nparts, om_part_fn fn, void *ctx) {
     p->fn = fn;
     p->ctx = ctx;
     p->jobs++;
-    __atomic_store_n(&p->done, 0, __ATOMIC_RELAXED);
+    p->parts += nparts;
+    __atomic_store_n(&p->left, nparts, __ATOMIC_RELAXED);
     uint64_t gen = (__atomic_load_n(&p->ticket, __ATOMIC_RELAXED) >> 32) + 1;
     __atomic_store_n(&p->ticket, (gen << 32) | (uint64_t)nparts, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) {
@@ -219,13 +237,22 @@ static void om_pool_run(om_pool *p, long nparts, om_part_fn fn, void *ctx) {
         pthread_mutex_unlock(&p->mu);
     }
     uint64_t g;
-    long part, mine = 0;
-    while ((part = om_pool_claim(p, &g)) >= 0) { fn(ctx, part, 0); mine++; }
-    /* the parts others claimed are running: wait for them (yield the core if it takes long) */
-    long spins = 0;
-    while (__atomic_load_n(&p->done, __ATOMIC_ACQUIRE) + mine < nparts) {
+    long part;
+    while ((part = om_pool_claim(p, &g)) >= 0) { fn(ctx, part, 0); om_pool_part_done(p); }
+    /* the parts others claimed are running: spin a short while, then sleep until the last
+     * one ends (a worker descheduled mid-part by another process can then run on this core) */
+    long until = om_now_ns() + OM_POOL_SPIN_NS;
+    int spins = 0;
+    while (__atomic_load_n(&p->left, __ATOMIC_ACQUIRE) > 0) {
         om_cpu_relax();
-        if (++spins % 256 == 0) sched_yield();
+        if (++spins % 64 == 0 && om_now_ns() > until) {
+            pthread_mutex_lock(&p->mu);
+            __atomic_store_n(&p->waiting, 1, __ATOMIC_SEQ_CST);
+            while (__atomic_load_n(&p->left, __ATOMIC_SEQ_CST) > 0)
+                pthread_cond_wait(&p->fin, &p->mu);
+            __atomic_store_n(&p->waiting, 0, __ATOMIC_SEQ_CST);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
 }
 

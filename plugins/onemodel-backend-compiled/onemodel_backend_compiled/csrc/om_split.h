@@ -84,6 +84,22 @@ static long SFX(vm_items)(const int64_t *f) {
     return f[1] * f[2] * f[3] * ((f[4] + VM_BLK - 1) / VM_BLK);
 }
 
+/* the VM's work per element: a transcendental op (exp, tanh, erf, ...) costs about 1 ns an
+ * element, ten times a load, add or multiply (8 lanes), ~110 GFLOP/s being 0.009 ns a unit */
+static double SFX(vm_cost)(const int64_t *f) {
+    long nin = f[0], ncode = f[10 + 5 * nin];
+    const int64_t *code = f + 10 + 5 * nin + 1;
+    double c = 10.0;  /* the store */
+    for (long i = 0; i < ncode; i++) {
+        switch ((int)code[4 * i]) {
+        case VM_EXP: case VM_LOG: case VM_POW: case VM_TANH: case VM_SIGMOID: case VM_ERF:
+        case VM_GELU: case VM_GELU_TANH: case VM_SWISH: case VM_SQRT: c += 100.0; break;
+        default: c += 10.0; break;
+        }
+    }
+    return c;
+}
+
 /* I_MEAN_ROWS, rows [lo, hi): x, rows, cols, out: the mean of each contiguous row */
 static void SFX(mean_range)(const int64_t *f, float **bufs, long lo, long hi) {
     const float *x = RADDR(f[0]);
@@ -269,7 +285,7 @@ static int SFX(split_info)(int64_t op, const int64_t *f, int threads, SFX(split_
         return 1;
     case I_ATTN:
         s->items = f[0] * f[1];
-        s->work = 2.0 * s->items * f[2] * f[3] * (f[4] + f[5]) + 20.0 * s->items * f[2] * f[3];
+        s->work = 2.0 * s->items * f[2] * f[3] * (f[4] + f[5]) + 100.0 * s->items * f[2] * f[3];
         s->scratch = SFX(attn_scratch)(f);
         return 1;
     case I_CONV_DIRECT: {  /* by images */
@@ -284,24 +300,24 @@ static int SFX(split_info)(int64_t op, const int64_t *f, int threads, SFX(split_
         return 1;
     case I_VM:
         s->items = SFX(vm_items)(f);
-        s->work = 2.0 * f[1] * f[2] * f[3] * f[4] * (f[10 + 5 * f[0]] + 1);
+        s->work = (double)f[1] * f[2] * f[3] * f[4] * SFX(vm_cost)(f);
         return 1;
     case I_SOFTMAX:
         s->items = f[2];
-        s->work = 12.0 * f[2] * f[3];
+        s->work = 100.0 * f[2] * f[3];  /* an exponential, max, sum and division */
         return 1;
     case I_LAYERNORM:
         s->items = f[2];
-        s->work = 6.0 * f[2] * f[3];
+        s->work = 40.0 * f[2] * f[3];
         return 1;
     case I_MEAN_ROWS:
         s->items = f[1];
-        s->work = 1.0 * f[1] * f[2];
+        s->work = 6.0 * f[1] * f[2];
         return 1;
     case I_MAXPOOL:
     case I_AVGPOOL:
         s->items = f[1];
-        s->work = 1.0 * f[1] * f[10] * f[11] * f[4] * f[5];
+        s->work = 16.0 * f[1] * f[10] * f[11] * f[4] * f[5];
         return 1;
     default:
         return 0;
