@@ -32,7 +32,28 @@ def _pointwise_model():
     return fn, (5, 37, 29)
 
 
+def _conv_zoo():
+    """The convolution kernels' other paths: stride 2 (phase planes), a depthwise layer on a
+    small map (8 channels in the lanes) and one on a larger map, a 1x1 layer on a small map (one
+    GEMM), an activation in the epilogue, average and max pools of other shapes."""
+    p, ops = models.Params(3), om.ops
+    w1, b1 = p(8, 2, 3, 3, fan_in=18), p(8, fan_in=18)
+    wa, ba = p(8, 1, 3, 3, fan_in=9), p(8, fan_in=9)
+    wd, bd = p(8, 1, 3, 3, fan_in=9), p(8, fan_in=9)
+    w2, b2 = p(24, 8, 1, 1, fan_in=8), p(24, fan_in=8)
+
+    def fn(x):
+        y = ops.relu(ops.conv2d(x, w1, b1, stride=2, padding=1))        # 8 x 9 x 9
+        y = ops.hardswish(ops.conv2d(y, wa, ba, padding=1, groups=8))   # depthwise, 9 x 9
+        y = ops.conv2d(y, wd, bd, stride=2, padding=1, groups=8)        # depthwise, 5 x 5
+        y = ops.relu(ops.conv2d(y, w2, b2))                             # 1x1 on 25 positions
+        y = ops.avg_pool2d(y, 3, stride=1, padding=1)
+        return ops.max_pool2d(y, 3, stride=2, padding=1)
+    return fn, (2, 17, 17)
+
+
 MODELS = {
+    "conv_zoo": _conv_zoo,
     "mlp": lambda: models.mlp(),
     "cnn": lambda: models.cnn(),
     "branches": lambda: models.branches(n=3, width=200),
