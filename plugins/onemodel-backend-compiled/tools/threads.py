@@ -9,6 +9,8 @@ goes first, until ``SECS`` seconds, default 2, and at least 5 rounds; medians ov
 held to one thread. Printed per case: each engine's median, compiled 2 threads / 1 thread,
 and each engine / ORT at 2 threads (the per-round medians of the ratios).
 
+The threads=2 session chooses by timing whether its runs use the pool (plan.py); ``MARGIN=inf``
+makes it always use it (but for one probe run in 16), to measure the splits themselves.
 ``SPLIT_MIN_WORK=<flops>`` sets the least work of a part on another thread
 (`_native.split_min_work`, csrc/om_split.h) to measure the rule itself.
 """
@@ -27,7 +29,7 @@ import threadpoolctl  # noqa: E402
 
 import onemodel as om  # noqa: E402
 from onemodel.tools.bench import ort_runner, parallel_capacity  # noqa: E402
-from onemodel_backend_compiled import _native  # noqa: E402
+from onemodel_backend_compiled import _native, plan as native_plan  # noqa: E402
 
 from bench_models import model as traced_model, models  # noqa: E402
 from round_robin import interleave  # noqa: E402  (this folder is on sys.path)
@@ -51,13 +53,14 @@ def measure(name: str, batch: int, secs: float) -> str:
             for _ in range(10):
                 call()
         same = c1.run(feeds)["output"].numpy().tobytes() == c2.run(feeds)["output"].numpy().tobytes()
-        jobs = c2._compiled.pool.jobs
-        c2.run(feeds)
-        splits = c2._compiled.pool.jobs - jobs
+        plan = c2._compiled.plan({"batch": batch})
+        jobs, count = c2._compiled.pool.jobs, plan._count
         med, ratio, rounds = interleave(calls, secs)
+        splits = (c2._compiled.pool.jobs - jobs) / max(1, plan._count - count)
     us = {k: v * 1e6 for k, v in med.items()}
+    chosen = "pool" if plan.use_pool else "alone"
     return (f"{name}-b{batch:<3} compiled t1 {us['c1']:8.1f} us  t2 {us['c2']:8.1f} us"
-            f"  (t2/t1 {med['c2'] / med['c1']:.2f}, {splits} splits/run)"
+            f"  (t2/t1 {med['c2'] / med['c1']:.2f}, {splits:.1f} splits/run, {chosen} chosen)"
             f"  ort t1 {us['ort1']:8.1f}  t2 {us['ort']:8.1f} us"
             f"  | /ort2: c1 {ratio['c1']:.2f} c2 {ratio['c2']:.2f} ort1 {ratio['ort1']:.2f}"
             f"  same bits {same}  rounds {rounds}  capacity {capacity:.2f}")
@@ -98,6 +101,8 @@ def handoff(secs: float) -> str:
 
 def main(argv) -> None:
     secs = float(os.environ.get("SECS", "2"))
+    if "MARGIN" in os.environ:
+        native_plan.MARGIN = float(os.environ["MARGIN"])
     if "SPLIT_MIN_WORK" in os.environ:
         _native.split_min_work(float(os.environ["SPLIT_MIN_WORK"]))
     print(f"load {os.getloadavg()[0]:.2f}, split_min_work {_native.split_min_work():.3g}",
