@@ -6,7 +6,8 @@ into native segments run by the kernel library built at install time. ``threads`
 bounds a run's threads: with ``threads`` above 1 the session owns a native pool of
 ``threads - 1`` workers (started at the first split, joined when the session is dropped) over
 which the executor splits large instructions by rows, images or heads (csrc/om_split.h; never at
-batch 1, nor for work too small to pay a hand-off), and BLAS for ops that fall back to numpy gets
+batch 1, nor for work too small to pay a hand-off; each plan also times its runs with and
+without the pool and keeps the faster, plan.py), and BLAS for ops that fall back to numpy gets
 at most ``threads``. The backend declares ``threads`` so the session does not bound BLAS around a
 run itself: a plan that is all native code never calls BLAS, and one with numpy steps bounds it
 here (2-3 us a run saved).
