@@ -12,10 +12,14 @@
  * part on another thread needs, 0 when parts share the instruction's) and one to SFX(range).
  * Parts must write disjoint outputs and may read anything the instruction reads. */
 
-/* Splitting pays only for enough work: a hand-off to a spinning worker costs about 1-2 us and
- * to a sleeping one tens of microseconds. A part gets at least OM_SPLIT_MIN_WORK of work
- * (FLOP-equivalents; about 25 us of GEMM on one AVX2 core, see the measurements in
- * tools/threads.py's docstring); work below twice that runs on the calling thread. */
+/* Splitting pays only for enough work. Measured (tools/threads.py handoff, 2 free cores):
+ * splitting each of deep100's 64x64x64 GEMMs at batch 64 (5 us each) in two made the run
+ * 524 -> 887 us, 3.6 us a split net, mostly the layer's output moving between the cores'
+ * caches; a worker asleep (between runs) adds its wake-up, tens of microseconds in this VM. A
+ * part gets at least OM_SPLIT_MIN_WORK of work (FLOP-equivalents, the GEMM's 2 M K N; 1e6 is
+ * about 9 us of GEMM at the 110 GFLOP/s of one AVX2 core); work below twice that runs on the
+ * calling thread. 1e6, 2e6 and 4e6 measured alike on mlp and branches8 at b64 (within the
+ * shared machine's noise). */
 #ifndef OM_SPLIT_ONCE  /* (this header is included once per kernel copy) */
 #define OM_SPLIT_ONCE
 #define OM_SPLIT_MIN_WORK 1.0e6
