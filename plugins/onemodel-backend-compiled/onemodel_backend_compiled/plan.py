@@ -111,7 +111,7 @@ class NativePlan:
         out = (self._run_one if self._one is not None else self._run)(
             feeds, self.pool if use else None)
         self._times[use].append(time.perf_counter() - t0)
-        if n == 2 * WARMUP - 1 or (not warm and n % PROBE == 0):
+        if (n == 2 * WARMUP - 1 or (not warm and n % PROBE == 0)) and all(self._times):
             alone, split = (sorted(t)[len(t) // 2] for t in self._times)
             self.use_pool = split < MARGIN * alone
         return out
