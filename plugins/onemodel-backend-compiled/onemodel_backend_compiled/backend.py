@@ -6,10 +6,14 @@ every shape signature; each signature is lowered (`lower.Lowering`, milliseconds
 into native segments run by the kernel library built at install time. ``cache`` (None: on unless
 ``ONEMODEL_CACHE=0``) keeps each signature's plan and the packed weights on disk
 (`plan_cache`), so a new process loads them instead; packing then waits for the first signature
-the cache does not hold. ``threads`` (default 1)
-bounds BLAS for ops that fall back to numpy; the native kernels are single-threaded. The backend
-declares ``threads`` so the session does not bound BLAS around a run itself: a plan that is all
-native code never calls BLAS, and one with numpy steps bounds it here (2-3 us a run saved).
+the cache does not hold. ``threads`` (default 1) bounds a run's threads: with ``threads`` above
+1 the session owns a native pool of ``threads - 1`` workers (started at the first split, joined
+when the session is dropped) over which the executor splits large instructions by rows, images
+or heads (csrc/om_split.h; never at batch 1, nor for work too small to pay a hand-off; each plan
+also times its runs with and without the pool and keeps the faster, plan.py), and BLAS for ops
+that fall back to numpy gets at most ``threads``. The backend declares ``threads`` so the
+session does not bound BLAS around a run itself: a plan that is all native code never calls
+BLAS, and one with numpy steps bounds it here (2-3 us a run saved).
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from onemodel import cache as disk_cache
 from onemodel.core.plan import CompiledGraph
 from onemodel.errors import OneModelError
 
+from . import _native
 from .arena import ALIGN
 from .lower import Lowering
 from .plan import NativePlan
@@ -72,6 +77,8 @@ class NativeGraph(CompiledGraph):
         self.weights = WeightBlock()
         self._last = None
         self.numpy_kernels = {op: k for (b, op), k in tables.kernels.items() if b == "numpy"}
+        #: intra-op threads for every plan of this session (None at one thread)
+        self.pool = _native.Pool(backend.threads) if backend.threads > 1 else None
         #: with the cache on, packing waits for the first signature the cache does not hold
         self.plan_cache = PlanCache(graph) if backend.cache else None
         if self.plan_cache is None:
@@ -113,7 +120,7 @@ class NativeGraph(CompiledGraph):
             self._pack(self.graph)  # keys packed already are kept
         lw = Lowering(self.graph, env, output_names, self.weights, self.ops, RULES,
                       self.numpy_kernels)
-        plan = NativePlan(lw, self.weights)
+        plan = NativePlan(lw, self.weights, self.pool)
         if cache is not None:
             cache.store(self, env, output_names, lw)
         return plan

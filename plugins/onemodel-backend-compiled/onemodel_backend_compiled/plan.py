@@ -2,6 +2,9 @@
 steps between them, outputs written straight into the arrays handed back where possible."""
 from __future__ import annotations
 
+import collections
+import time
+
 import numpy as np
 
 from onemodel.core.interpreter import node_error
@@ -30,6 +33,24 @@ def _typed(bufs, loc: Loc, dtype) -> np.ndarray:
     return v if dtype == np.float32 else v.astype(dtype)
 
 
+#: With a pool, whether a run uses it is chosen by timing, as the threaded backend's
+#: AdaptivePlan does: the first 2 * WARMUP runs alternate (the pool first), then the faster way
+#: (median of its last WINDOW runs; the pool only when at least 1 - MARGIN faster) runs, and
+#: one run in PROBE runs the other way again. Splits that pay on free cores lose when another
+#: program holds them (branches8 at batch 64 ran 1.34x slower on 2 threads with the second
+#: core taken); this notices within a few dozen runs.
+WARMUP, PROBE, WINDOW, MARGIN = 3, 16, 7, 0.95
+
+
+def batch_of(lw: Lowering) -> int:
+    """The run's batch: the leading dimension of the first feed with two or more (1 if none)."""
+    for f in lw.feeds:
+        shape = lw.types[f].shape
+        if len(shape) >= 2:
+            return int(shape[0])
+    return 1
+
+
 def _fix(value, dtype) -> np.ndarray:
     if isinstance(value, (tuple, list)) and len(value) == 1:
         value = value[0]
@@ -40,9 +61,15 @@ def _fix(value, dtype) -> np.ndarray:
 class NativePlan:
     """What `CompiledGraph.plan` returns for the compiled backend (``run(feeds)``, ``source``)."""
 
-    def __init__(self, lw: Lowering, weights) -> None:
+    def __init__(self, lw: Lowering, weights, pool=None) -> None:
         self.lw = lw
         self.weights = weights
+        #: the session's intra-op threads (`_native.Pool`), None at batch 1: a hand-off costs
+        #: more than it saves on the small instructions of one sample
+        self.pool = pool if batch_of(lw) > 1 else None
+        self._count = 0
+        self._times = (collections.deque(maxlen=WINDOW), collections.deque(maxlen=WINDOW))
+        self.use_pool = True
         self.segments = lw.segments
         self.output_names = lw.output_names
         self.source = lw.describe()
@@ -88,11 +115,24 @@ class NativePlan:
             return np.empty(self.arena_floats, np.float32)
 
     def run(self, feeds) -> dict:
-        if self._one is not None:
-            return self._run_one(feeds)
-        return self._run(feeds)
+        if self.pool is None:
+            if self._one is not None:
+                return self._run_one(feeds, None)
+            return self._run(feeds, None)
+        n = self._count
+        self._count = n + 1
+        warm = n < 2 * WARMUP
+        use = (n % 2 == 0) if warm else (self.use_pool != (n % PROBE == 0))
+        t0 = time.perf_counter()
+        out = (self._run_one if self._one is not None else self._run)(
+            feeds, self.pool if use else None)
+        self._times[use].append(time.perf_counter() - t0)
+        if (n == 2 * WARMUP - 1 or (not warm and n % PROBE == 0)) and all(self._times):
+            alone, split = (sorted(t)[len(t) // 2] for t in self._times)
+            self.use_pool = split < MARGIN * alone
+        return out
 
-    def _run_one(self, feeds) -> dict:
+    def _run_one(self, feeds, pool) -> dict:
         try:
             arena = self._idle.pop()
         except IndexError:
@@ -108,14 +148,14 @@ class NativePlan:
                         *[np.ascontiguousarray(feeds[n], dtype=d) if d is not None else None
                           for n, d in zip(self.feed_names, self.feed_as)], *outs)
             seg = self._one
-            failed = _native.run(seg.program, bufs)
+            failed = _native.run(seg.program, bufs, pool)
             if failed >= 0:
                 self._native_failure(seg, failed, bufs, {}, feeds)
             return dict(zip(self.output_names, outs))
         finally:
             self._idle.append(arena)
 
-    def _run(self, feeds) -> dict:
+    def _run(self, feeds, pool) -> dict:
         arena = self._arena()
         try:
             fa = [np.ascontiguousarray(feeds[n], dtype=d) if d is not None else feeds[n]
@@ -126,7 +166,7 @@ class NativePlan:
             py: dict = {}
             for seg in self.segments:
                 if seg.__class__ is NativeSegment:
-                    failed = _native.run(seg.program, bufs)
+                    failed = _native.run(seg.program, bufs, pool)
                     if failed >= 0:
                         self._native_failure(seg, failed, bufs, py, feeds)
                 else:

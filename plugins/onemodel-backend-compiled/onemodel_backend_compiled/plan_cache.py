@@ -225,7 +225,7 @@ class PlanCache:
 
         lw = plan_codec.decode(body["plan"], arrays, self.graph, env, ng.weights, ng.ops,
                                RULES, ng.numpy_kernels)
-        plan = NativePlan(lw, ng.weights)
+        plan = NativePlan(lw, ng.weights, ng.pool)
         head, _, rest = plan.source.partition("\n")
         plan.source = f"{head}; loaded from the on-disk plan cache\n{rest}"
         return plan

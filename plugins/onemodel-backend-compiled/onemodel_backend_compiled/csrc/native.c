@@ -2,13 +2,15 @@
  *
  * The kernels (om_kernels.h) are compiled twice: for the baseline ISA and, on x86-64, with
  * AVX2+FMA enabled for those functions only; the copy is chosen once at import by the CPU, so
- * the wheel is portable and no compiler is needed at run time. */
+ * the wheel is portable and no compiler is needed at run time. A Pool (om_pool.h) gives a run
+ * intra-op threads: the executor splits the heavy instructions over it (om_split.h). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include "om_math.h"
+#include "om_pool.h"
 
 #define SFX(name) name##_generic
 #include "om_kernels.h"
@@ -35,15 +37,94 @@
 #pragma clang attribute pop
 #endif
 
-typedef long (*exec_fn)(const int64_t *, long, float **);
+typedef long (*exec_fn)(const int64_t *, long, float **, om_pool *);
 static exec_fn g_exec = execute_generic;
 static const char *g_isa = "generic";
 
 #define MAXBUF 64
 
+/* -- Pool: a session's intra-op threads (threads - 1 workers, started at the first split) -- */
+typedef struct { PyObject_HEAD om_pool *pool; } PoolObject;
+
+static void Pool_dealloc(PoolObject *self) {
+    om_pool *p = self->pool;
+    self->pool = NULL;
+    if (p) {
+        Py_BEGIN_ALLOW_THREADS  /* joining the workers takes microseconds; no GIL needed */
+        om_pool_free(p);
+        Py_END_ALLOW_THREADS
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Pool_init(PoolObject *self, PyObject *args, PyObject *kw) {
+    int threads;
+    static char *names[] = {"threads", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "i", names, &threads)) return -1;
+    if (threads < 1) {  /* more than OM_POOL_MAX is held to it (a bound, not a promise) */
+        PyErr_Format(PyExc_ValueError, "Pool: threads must be at least 1, got %d", threads);
+        return -1;
+    }
+    if (self->pool) return 0;
+    self->pool = om_pool_new(threads);
+    if (!self->pool) { PyErr_NoMemory(); return -1; }
+    return 0;
+}
+
+static PyObject *Pool_get_threads(PoolObject *self, void *c) {
+    return PyLong_FromLong(self->pool ? self->pool->threads : 0);
+}
+
+static PyObject *Pool_get_jobs(PoolObject *self, void *c) {
+    om_pool *p = self->pool;
+    return PyLong_FromLong(p && p->pid == getpid() ? p->jobs : 0);
+}
+
+static PyObject *Pool_get_parts(PoolObject *self, void *c) {
+    om_pool *p = self->pool;
+    int here = p && p->pid == getpid();
+    return Py_BuildValue("(ll)", here ? p->parts : 0L,
+                         here ? __atomic_load_n(&p->worker_parts, __ATOMIC_RELAXED) : 0L);
+}
+
+static PyObject *Pool_get_workers(PoolObject *self, void *c) {
+    om_pool *p = self->pool;  /* workers running in this process (0 until the first split) */
+    long n = p && p->started && p->pid == getpid() ? p->started - 1 : 0;
+    return PyLong_FromLong(n);
+}
+
+static PyGetSetDef Pool_getset[] = {
+    {"threads", (getter)Pool_get_threads, NULL, "the most threads one run keeps busy", NULL},
+    {"workers", (getter)Pool_get_workers, NULL, "worker threads started in this process", NULL},
+    {"parts", (getter)Pool_get_parts, NULL,
+     "(parts of those instructions, parts the workers ran) in this process", NULL},
+    {"jobs", (getter)Pool_get_jobs, NULL, "instructions split over the threads in this process",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject PoolType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "onemodel_backend_compiled._native.Pool",
+    .tp_basicsize = sizeof(PoolObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Pool(threads): intra-op threads for run(); threads - 1 workers and the caller",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Pool_init,
+    .tp_dealloc = (destructor)Pool_dealloc,
+    .tp_getset = Pool_getset,
+};
+
 static PyObject *om_run(PyObject *self, PyObject *args) {
-    PyObject *prog, *bufs;
-    if (!PyArg_ParseTuple(args, "OO!", &prog, &PyTuple_Type, &bufs)) return NULL;
+    PyObject *prog, *bufs, *poolobj = Py_None;
+    if (!PyArg_ParseTuple(args, "OO!|O", &prog, &PyTuple_Type, &bufs, &poolobj)) return NULL;
+    om_pool *pool = NULL;
+    if (poolobj != Py_None) {
+        if (!PyObject_TypeCheck(poolobj, &PoolType)) {
+            PyErr_SetString(PyExc_TypeError, "run: pool must be a Pool or None");
+            return NULL;
+        }
+        pool = ((PoolObject *)poolobj)->pool;
+    }
     Py_ssize_t nb = PyTuple_GET_SIZE(bufs);
     if (nb > MAXBUF) { PyErr_SetString(PyExc_ValueError, "too many buffers"); return NULL; }
     Py_buffer pv, views[MAXBUF];
@@ -61,7 +142,10 @@ static PyObject *om_run(PyObject *self, PyObject *args) {
         long n = (long)(pv.len / sizeof(int64_t));
         const int64_t *p = (const int64_t *)pv.buf;
         Py_BEGIN_ALLOW_THREADS
-        failed = g_exec(p, n, ptrs);
+        /* a pool another run holds is not shared: this run keeps to its own thread */
+        int held = om_pool_acquire(pool);
+        failed = g_exec(p, n, ptrs, held ? pool : NULL);
+        if (held) om_pool_release(pool);
         Py_END_ALLOW_THREADS
     }
     for (Py_ssize_t i = 0; i < got; i++)
@@ -69,6 +153,14 @@ static PyObject *om_run(PyObject *self, PyObject *args) {
     PyBuffer_Release(&pv);
     if (failed == -2) return NULL;
     return PyLong_FromLong(failed);
+}
+
+static PyObject *om_split_work(PyObject *self, PyObject *args) {
+    double w = -1;
+    if (!PyArg_ParseTuple(args, "|d", &w)) return NULL;
+    double old = om_split_min_work;
+    if (w >= 0) om_split_min_work = w;
+    return PyFloat_FromDouble(old);
 }
 
 static PyObject *om_isa(PyObject *self, PyObject *noargs) { return PyUnicode_FromString(g_isa); }
@@ -86,7 +178,11 @@ static PyObject *om_use(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"run", om_run, METH_VARARGS, "run(program, buffers) -> -1, or the failing instruction"},
+    {"run", om_run, METH_VARARGS,
+     "run(program, buffers, pool=None) -> -1, or the failing instruction"},
+    {"split_min_work", om_split_work, METH_VARARGS,
+     "split_min_work([work]) -> the least work (FLOP-equivalents) of a part on another thread "
+     "before the call; sets it when given (tests and tools: 0 splits everything)"},
     {"isa", om_isa, METH_NOARGS, "the instruction set the kernels use"},
     {"use", om_use, METH_VARARGS, "use('generic' | 'avx2'): choose the kernel copy (tests)"},
     {NULL, NULL, 0, NULL}};
@@ -100,5 +196,12 @@ PyMODINIT_FUNC PyInit__native(void) {
         g_exec = execute_avx2; g_isa = "avx2";
     }
 #endif
-    return PyModule_Create(&module);
+    if (PyType_Ready(&PoolType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&PoolType);
+    if (PyModule_AddObject(m, "Pool", (PyObject *)&PoolType) < 0) {
+        Py_DECREF(&PoolType); Py_DECREF(m); return NULL;
+    }
+    return m;
 }

@@ -258,15 +258,17 @@ static void SFX(gemv)(long K, long N, const float *a, const float *Bp, float *C,
     }
 }
 
-static void SFX(gemm)(long M, long K, long N, const float *A, long lda, const float *Bp,
-                      float *C, long ldc, const SFX(Epi) *e) {
-    if (M == 1 && ldc == N) { SFX(gemv)(K, N, A, Bp, C, e); return; }
-    long np = (N + 15) / 16;
+/* rows [m_lo, m_hi) and 16-column panels [j_lo, j_hi) of C: every element is computed by the
+ * same code in the same order whatever the ranges (the split of om_split.h relies on it) */
+static void SFX(gemm_part)(long m_lo, long m_hi, long j_lo, long j_hi, long K, long N,
+                           const float *A, long lda, const float *Bp, float *C, long ldc,
+                           const SFX(Epi) *e) {
+    long M = m_hi;
     long mb = (32768 / (K > 0 ? K : 1)) / 6 * 6;  /* rows of A per block: about 128 KiB */
     if (mb < 6) mb = 6;
-    for (long m0b = 0; m0b < M; m0b += mb) {
+    for (long m0b = m_lo; m0b < M; m0b += mb) {
         long m1b = m0b + mb < M ? m0b + mb : M;
-        for (long j = 0; j < np; j++) {
+        for (long j = j_lo; j < j_hi; j++) {
             const float *b = Bp + j * 16 * K;
             long n0 = j * 16;
             int nr = (int)(N - n0 < 16 ? N - n0 : 16);
@@ -282,6 +284,12 @@ static void SFX(gemm)(long M, long K, long N, const float *A, long lda, const fl
             }
         }
     }
+}
+
+static void SFX(gemm)(long M, long K, long N, const float *A, long lda, const float *Bp,
+                      float *C, long ldc, const SFX(Epi) *e) {
+    if (M == 1 && ldc == N) { SFX(gemv)(K, N, A, Bp, C, e); return; }
+    SFX(gemm_part)(0, M, 0, (N + 15) / 16, K, N, A, lda, Bp, C, ldc, e);
 }
 
 /* pack B (element (k, n) at B[k*sk + n*sn]) into 16-column panels, zero padded */
@@ -684,9 +692,13 @@ static void SFX(phase_planes)(const float *xg, float *xp, long cig, long H, long
  * Stride s > 1 becomes stride 1 over phase planes: plane (a, b) of a channel holds the padded
  * input at rows i * sh + a and columns j * sw + b, so tap (u, t) of output (oh, ow) reads plane
  * (u dh % sh, t dw % sw) at (oh + u dh / sh, ow + t dw / sw): again a shifted slice. */
-/* noinline: inlined into the executor's switch (GCC's choice moved with unrelated code, e.g.
+/* images [n_lo, n_hi) only, with the scratch scr_part (NULL: the instruction's own): the
+ * images are independent, so a split by images (om_split.h) computes the same bits.
+ * noinline: inlined into the executor's switch (GCC's choice moved with unrelated code, e.g.
  * one more user of tanh8) the convolution tiles ran 2x slower */
-static __attribute__((noinline)) void SFX(conv_direct)(const int64_t *f, float **bufs) {
+static __attribute__((noinline)) void SFX(conv_direct_range)(const int64_t *f, float **bufs,
+                                                            long n_lo, long n_hi,
+                                                            float *scr_part) {
 #define CADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
     const float *x = CADDR(f[0]), *wpk = CADDR(f[15]), *bias = CADDR(f[16]);
     float *out = CADDR(f[18]), *scr = CADDR(f[19]);
@@ -695,6 +707,11 @@ static __attribute__((noinline)) void SFX(conv_direct)(const int64_t *f, float *
     long Nn = f[1], Cin = f[2], H = f[3], W = f[4], Cout = f[5], kh = f[6], kw = f[7];
     long ph = f[8], pw = f[9], dh = f[10], dw = f[11], G = f[12], Ho = f[13], Wo = f[14];
     int act = (int)f[17], pool = (int)f[20];
+    /* this part's images (the pool's spill below stays inside them) */
+    x += n_lo * Cin * H * W;
+    out += n_lo * Cout * (pool ? (Ho / 2) * (Wo / 2) : Ho * Wo);
+    Nn = n_hi - n_lo;
+    if (scr_part) scr = scr_part;
     long sh = f[21], sw = f[22];
     int strided = sh != 1 || sw != 1;
     long cig = Cin / G, cog = Cout / G, K = cig * kh * kw;
@@ -812,13 +829,35 @@ static __attribute__((noinline)) void SFX(conv_direct)(const int64_t *f, float *
         }
 }
 
+static void SFX(conv_direct)(const int64_t *f, float **bufs) {
+    SFX(conv_direct_range)(f, bufs, 0, f[1], 0);
+}
+
+/* the floats of scratch conv_direct_range uses (the layout above; rules.py's conv rule
+ * allocates the same for the instruction): a worker's part gets this much of its own */
+static long SFX(conv_direct_scratch)(const int64_t *f) {
+    long Cin = f[2], H = f[3], W = f[4], Cout = f[5], kh = f[6], kw = f[7], ph = f[8],
+         pw = f[9], G = f[12], Ho = f[13], Wo = f[14], sh = f[21], sw = f[22];
+    long cig = Cin / G, cog = Cout / G, K = cig * kh * kw, Hp = H + 2 * ph, Wp, plane;
+    if (sh == 1 && sw == 1) { Wp = W + pw; plane = Hp * Wp + pw; }
+    else { Wp = (W + 2 * pw + sw - 1) / sw; plane = (Hp + sh - 1) / sh * Wp; }
+    long nq = (Ho - 1) * Wp + Wo, nqr = (nq + CV_NR - 1) / CV_NR * CV_NR;
+    long xpn = cig * sh * sw * plane + CV_NR + Wp;
+    long need = (xpn + 15) / 16 * 16 + (cog + 3) / 4 * 4 * nqr + 32 + 2 * K + 2
+                + Wp * sw + 16;  /* as rules.py: the phase planes' row buffer after koff */
+    long dw = (Hp * (W + 2 * pw) + kh * kw + Ho * Wo) * 8;
+    return cig == 1 && cog == 1 && dw > need ? dw : need;
+}
+
 /* f: x, N, Cin, HW, Cout, wpanels, bias, act, out, scratch, p0, p1
  * A 1x1 stride-1 convolution on a small map as one packed GEMM over every position of every
  * image: (N HW x Cin) x (Cin x Cout), the weights streamed once in 16-column panels with the
  * bias and ReLU in the register epilogue, then transposed back to channels first. On a 2x2 or
  * 4x4 map the direct kernel's 24-position tiles are mostly empty and it re-reads its inputs
  * for every 4 output channels. */
-static void SFX(conv1x1_gemm)(const int64_t *f, float **bufs) {
+/* images [n_lo, n_hi) only: each image's rows of the transposed input and of the GEMM's
+ * result have their own place in the scratch, so parts of a split share it */
+static void SFX(conv1x1_range)(const int64_t *f, float **bufs, long n_lo, long n_hi) {
 #define CADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
     const float *x = CADDR(f[0]), *wp = CADDR(f[5]), *bias = CADDR(f[6]);
     float *out = CADDR(f[8]), *scr = CADDR(f[9]);
@@ -828,6 +867,10 @@ static void SFX(conv1x1_gemm)(const int64_t *f, float **bufs) {
     double d0, d1;
     memcpy(&d0, f + 10, 8); memcpy(&d1, f + 11, 8);
     float *T = scr, *C = scr + (Nn * HW * Cin + 15) / 16 * 16;
+    long whole = Nn * HW;  /* one row in all takes the GEMV */
+    x += n_lo * Cin * HW; out += n_lo * Cout * HW;
+    T += n_lo * HW * Cin; C += n_lo * HW * Cout;
+    Nn = n_hi - n_lo;
     for (long n = 0; n < Nn; n++)
         for (long ci = 0; ci < Cin; ci++) {
             const float *xr = x + (n * Cin + ci) * HW;
@@ -835,7 +878,8 @@ static void SFX(conv1x1_gemm)(const int64_t *f, float **bufs) {
             for (long p = 0; p < HW; p++) t[p * Cin] = xr[p];
         }
     SFX(Epi) e = {bias, bias ? 1 : 0, 0, 0, act == ACT_RELU ? ACT_RELU : ACT_NONE};
-    SFX(gemm)(Nn * HW, Cin, Cout, T, Cin, wp, C, Cout, &e);
+    if (whole == 1) SFX(gemm)(1, Cin, Cout, T, Cin, wp, C, Cout, &e);
+    else SFX(gemm_part)(0, Nn * HW, 0, (Cout + 15) / 16, Cin, Cout, T, Cin, wp, C, Cout, &e);
     for (long n = 0; n < Nn; n++)
         for (long co = 0; co < Cout; co++) {
             const float *c = C + n * HW * Cout + co;
@@ -844,6 +888,10 @@ static void SFX(conv1x1_gemm)(const int64_t *f, float **bufs) {
         }
     if (act != ACT_NONE && act != ACT_RELU)
         SFX(act_rows)(act, (float)d0, (float)d1, out, Nn * Cout * HW);
+}
+
+static void SFX(conv1x1_gemm)(const int64_t *f, float **bufs) {
+    SFX(conv1x1_range)(f, bufs, 0, f[1]);
 }
 
 #include "om_conv_gemm.h"
@@ -968,149 +1016,34 @@ static __attribute__((noinline)) void SFX(vm_block)(const int64_t *code, long nc
     else for (long i = 0; i < n; i++) out[i * ostr] = res[i];
 }
 
+#include "om_split.h"
+
 /* -- executor ----------------------------------------------------------------------------------- */
 #define ADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
 
-static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
+/* pool: the run's intra-op threads (NULL: this thread only); see om_split.h */
+static long SFX(execute)(const int64_t *prog, long n, float **bufs, om_pool *pool) {
     long pc = 0, idx = 0;
-    float reg[VM_MAXREG * VM_BLK];
     while (pc < n) {
         const int64_t *I = prog + pc;
         int64_t op = I[0], len = I[1];
         if (len < 2 || pc + len > n) return idx;
         const int64_t *f = I + 2;
+        if (pool && SFX(try_split)(op, f, bufs, pool)) { pc += len; idx++; continue; }
         switch (op) {
         case I_GEMM: {
             SFX(Epi) e = {ADDR(f[6]), (int)f[7], ADDR(f[8]), f[9], (int)f[12]};
             SFX(gemm)(f[2], f[3], f[4], ADDR(f[0]), f[1], ADDR(f[5]), ADDR(f[10]), f[11], &e);
             break; }
-        case I_BMM: {
-            /* nb, A, sa, lda, B, sb, bk, bn, out, so, M, K, N, act, scratch */
-            long nb = f[0], M = f[10], K = f[11], N = f[12];
-            float *A = ADDR(f[1]), *B = ADDR(f[4]), *C = ADDR(f[8]), *S = ADDR(f[14]);
-            SFX(Epi) e = {0, 0, 0, 0, (int)f[13]};
-            for (long b = 0; b < nb; b++) {
-                if (b == 0 || f[5] != 0) SFX(pack_b)(B + b * f[5], K, N, f[6], f[7], S);
-                SFX(gemm)(M, K, N, A + b * f[2], f[3], S, C + b * f[9], N, &e);
-            }
-            break; }
-        case I_VM: {
-            /* nin, shape[4], out, ostr[4], (addr, str[4]) * nin, ncode, code*4, nconst, consts */
-            long nin = f[0];
-            const int64_t *shape = f + 1;
-            float *out = ADDR(f[5]);
-            const int64_t *ostr = f + 6;
-            const int64_t *ins = f + 10;
-            long ncode = ins[5 * nin];
-            const int64_t *code = ins + 5 * nin + 1;
-            long nconst = code[4 * ncode];
-            float consts[VM_MAXCONST];
-            for (long i = 0; i < nconst && i < VM_MAXCONST; i++) {
-                double dv; memcpy(&dv, code + 4 * ncode + 1 + i, 8); consts[i] = (float)dv;
-            }
-            float *base[VM_MAXIN], *inp[VM_MAXIN];
-            long istr[VM_MAXIN];
-            for (long i = 0; i < nin; i++) { base[i] = ADDR(ins[5 * i]); istr[i] = ins[5 * i + 4]; }
-            for (long i0 = 0; i0 < shape[0]; i0++)
-                for (long i1 = 0; i1 < shape[1]; i1++)
-                    for (long i2 = 0; i2 < shape[2]; i2++) {
-                        float *o = out + i0 * ostr[0] + i1 * ostr[1] + i2 * ostr[2];
-                        for (long j = 0; j < nin; j++)
-                            inp[j] = base[j] + i0 * ins[5 * j + 1] + i1 * ins[5 * j + 2]
-                                     + i2 * ins[5 * j + 3];
-                        for (long i3 = 0; i3 < shape[3]; i3 += VM_BLK) {
-                            long m = shape[3] - i3 < VM_BLK ? shape[3] - i3 : VM_BLK;
-                            SFX(vm_block)(code, ncode, consts, reg, inp, istr, (int)nin, m,
-                                          o + i3 * ostr[3], ostr[3]);
-                            for (long j = 0; j < nin; j++) inp[j] += VM_BLK * istr[j];
-                        }
-                    }
-            break; }
-        case I_MEAN_ROWS: {  /* x, rows, cols, out: the mean of each contiguous row */
-            const float *x = ADDR(f[0]);
-            float *y = ADDR(f[3]);
-            long rows = f[1], cols = f[2];
-            for (long r = 0; r < rows; r++) y[r] = SFX(sum)(x + r * cols, cols) / (float)cols;
-            break; }
-        case I_SOFTMAX: {
-            long rows = f[2], cols = f[3];
-            const float *x = ADDR(f[0]);
-            float *y = ADDR(f[1]);
-            for (long r = 0; r < rows; r++) SFX(softmax_row)(x + r * cols, y + r * cols, cols, 1.0f, 1);
-            break; }
-        case I_LAYERNORM: {
-            long rows = f[2], cols = f[3];
-            const float *x = ADDR(f[0]), *g = ADDR(f[4]), *bt = ADDR(f[5]);
-            float *y = ADDR(f[1]);
-            double epsd; memcpy(&epsd, f + 6, 8);
-            float eps = (float)epsd;
-            for (long r = 0; r < rows; r++) {
-                const float *xr = x + r * cols;
-                float *yr = y + r * cols;
-                float mean = SFX(sum)(xr, cols) / (float)cols;
-                V8 mv = SFX(bc)(mean), sq = {0};
-                long i8 = 0;
-                for (; i8 + 8 <= cols; i8 += 8) { V8 dlt = SFX(ld8)(xr + i8) - mv; sq += dlt * dlt; }
-                float var = SFX(hsum8)(sq);
-                for (; i8 < cols; i8++) var += (xr[i8] - mean) * (xr[i8] - mean);
-                var = var / (float)cols;
-                float inv = 1.0f / sqrtf(var + eps);
-                V8 iv = SFX(bc)(inv);
-                long i = 0;
-                /* 8 lanes at a time, the scalar loop's operations in its order (the branches
-                 * on g and bt left it scalar: 4x slower) */
-                if (g && bt)
-                    for (; i + 8 <= cols; i += 8)
-                        SFX(st8)(yr + i, (SFX(ld8)(xr + i) - mv) * iv * SFX(ld8)(g + i)
-                                         + SFX(ld8)(bt + i));
-                else if (!g && !bt)
-                    for (; i + 8 <= cols; i += 8)
-                        SFX(st8)(yr + i, (SFX(ld8)(xr + i) - mv) * iv);
-                for (; i < cols; i++) {
-                    float v = (xr[i] - mean) * inv;
-                    if (g) v = v * g[i];
-                    if (bt) v = v + bt[i];
-                    yr[i] = v;
-                }
-            }
-            break; }
+        case I_BMM: SFX(bmm_range)(f, bufs, 0, f[0], ADDR(f[14]), 1); break;
+        case I_VM: SFX(vm_range)(f, bufs, 0, SFX(vm_items)(f)); break;
+        case I_MEAN_ROWS: SFX(mean_range)(f, bufs, 0, f[1]); break;
+        case I_SOFTMAX: SFX(softmax_range)(f, bufs, 0, f[2]); break;
+        case I_LAYERNORM: SFX(layernorm_range)(f, bufs, 0, f[2]); break;
         case I_ATTN:
-        case I_ATTN_MASK: {  /* the same, then mask(addr, s0, s1, row, col), is_bool */
-            /* nb0, nb1, sq, sk, d, dv, scale, q(addr,s0,s1,ss), k(..), v(..), o(..), scratch:
-             * per head, S = Q K^T on the packed GEMM (K packed as the B panels), a softmax
-             * per row of S left unnormalised, O = S V (V packed) written at O's strides, and
-             * each row of O divided by its row's sum (dv divisions a row instead of sk) */
-            long nb0 = f[0], nb1 = f[1], sq = f[2], sk = f[3], d = f[4], dv = f[5];
-            double scd; memcpy(&scd, f + 6, 8);
-            float scale = (float)scd;
-            const int64_t *Q = f + 7, *Kd = f + 11, *Vd = f + 15, *O = f + 19;
-            float *kp = ADDR(f[23]), *S = kp + (sk + 15) / 16 * 16 * d;
-            float *vp = S + sq * sk, *sums = vp + (dv + 15) / 16 * 16 * sk;
-            SFX(Epi) none = {0, 0, 0, 0, ACT_NONE};
-            for (long b0 = 0; b0 < nb0; b0++)
-                for (long b1 = 0; b1 < nb1; b1++) {
-                    const float *q = ADDR(Q[0]) + b0 * Q[1] + b1 * Q[2];
-                    const float *k = ADDR(Kd[0]) + b0 * Kd[1] + b1 * Kd[2];
-                    const float *v = ADDR(Vd[0]) + b0 * Vd[1] + b1 * Vd[2];
-                    float *o = ADDR(O[0]) + b0 * O[1] + b1 * O[2];
-                    SFX(pack_bt)(k, d, sk, Kd[3], kp);
-                    SFX(gemm)(sq, d, sk, q, Q[3], kp, S, sk, &none);
-                    float rs = scale;
-                    if (op == I_ATTN_MASK) {  /* S scaled and masked first (om_masks.h) */
-                        SFX(attn_mask)(S, sq, sk, scale, ADDR(f[24]) + b0 * f[25] + b1 * f[26],
-                                       f[27], f[28], (int)f[29]);
-                        rs = 1.0f;
-                    }
-                    for (long i = 0; i < sq; i++)
-                        sums[i] = SFX(softmax_row)(S + i * sk, S + i * sk, sk, rs, 0);
-                    SFX(pack_b)(v, sk, dv, Vd[3], 1, vp);
-                    SFX(gemm)(sq, sk, dv, S, sk, vp, o, O[3], &none);
-                    for (long i = 0; i < sq; i++) {
-                        float *oi = o + i * O[3], si = sums[i];
-                        for (long c = 0; c < dv; c++) oi[c] = oi[c] / si;
-                    }
-                }
-            break; }
+        case I_ATTN_MASK:
+            SFX(attn_range)(f, bufs, 0, f[0] * f[1], 0, op == I_ATTN_MASK);
+            break;
         case I_CONV1X1:
             SFX(conv1x1_gemm)(f, bufs);
             break;
@@ -1121,84 +1054,7 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs) {
             SFX(conv_gemm)(f, bufs);
             break;
         case I_MAXPOOL:
-        case I_AVGPOOL: {
-            /* x, NC, H, W, kh, kw, sh, sw, ph, pw, Ho, Wo, out */
-            const float *x = ADDR(f[0]);
-            float *out = ADDR(f[12]);
-            long NC = f[1], H = f[2], W = f[3], kh = f[4], kw = f[5], sh = f[6], sw = f[7];
-            long ph = f[8], pw = f[9], Ho = f[10], Wo = f[11];
-            int isavg = op == I_AVGPOOL;
-            float inv = 1.0f / (float)(kh * kw);
-            if (!isavg && kh == 3 && kw == 3 && sh == 2 && sw == 2
-                && SFX(maxpool3s2)(x, out, NC, H, W, ph, pw, Ho, Wo))
-                break;
-            if (!isavg && kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0
-                && 2 * Ho <= H && 2 * Wo <= W) {  /* (not a ceil-mode pool's clipped windows) */
-                for (long c = 0; c < NC; c++)   /* the common 2x2 window: two rows at a time */
-                    for (long oh = 0; oh < Ho; oh++) {
-                        const float *r0 = x + c * H * W + 2 * oh * W, *r1 = r0 + W;
-                        float *o = out + c * Ho * Wo + oh * Wo;
-                        for (long ow = 0; ow < Wo; ow++)
-                            o[ow] = om_max(om_max(r0[2 * ow], r0[2 * ow + 1]),
-                                           om_max(r1[2 * ow], r1[2 * ow + 1]));
-                    }
-                break;
-            }
-            if (!isavg) {  /* by output rows: each valid tap a max over a run of outputs */
-                long ow_lo[64], ow_hi[64];  /* per column tap t: outputs whose input is in range */
-                if (kw > 64) goto generic;
-                for (long t = 0; t < kw; t++) {
-                    long lo = pw - t > 0 ? (pw - t + sw - 1) / sw : 0;
-                    long hi = (W - 1 + pw - t) >= 0 ? (W - 1 + pw - t) / sw + 1 : 0;
-                    ow_lo[t] = lo; ow_hi[t] = hi < Wo ? hi : Wo;
-                }
-                for (long c = 0; c < NC; c++)
-                    for (long oh = 0; oh < Ho; oh++) {
-                        float *o = out + (c * Ho + oh) * Wo;
-                        for (long ow = 0; ow < Wo; ow++) o[ow] = -INFINITY;
-                        for (long u = 0; u < kh; u++) {
-                            long ih = oh * sh - ph + u;
-                            if (ih < 0 || ih >= H) continue;
-                            const float *row = x + (c * H + ih) * W - pw;
-                            for (long t = 0; t < kw; t++) {
-                                long ow = ow_lo[t];
-                                for (; ow + 8 <= ow_hi[t]; ow += 8) {  /* 8 outputs at a time */
-                                    const float *q = row + ow * sw + t;
-                                    V8 v = {q[0], q[sw], q[2 * sw], q[3 * sw], q[4 * sw],
-                                            q[5 * sw], q[6 * sw], q[7 * sw]};
-                                    SFX(st8)(o + ow, SFX(max8)(SFX(ld8)(o + ow), v));
-                                }
-                                for (; ow < ow_hi[t]; ow++) {  /* om_max without branches */
-                                    float a = o[ow], b = row[ow * sw + t];
-                                    o[ow] = (a > b) | (a != a) ? a : b;
-                                }
-                            }
-                        }
-                    }
-                break;
-            }
-        generic:
-            for (long c = 0; c < NC; c++) {
-                const float *xc = x + c * H * W;
-                float *oc = out + c * Ho * Wo;
-                for (long oh = 0; oh < Ho; oh++)
-                    for (long ow = 0; ow < Wo; ow++) {
-                        float m = isavg ? 0.0f : -INFINITY;
-                        for (long u = 0; u < kh; u++) {
-                            long ih = oh * sh - ph + u;
-                            if (ih < 0 || ih >= H) continue;
-                            for (long t = 0; t < kw; t++) {
-                                long iw = ow * sw - pw + t;
-                                if (iw < 0 || iw >= W) continue;
-                                float v = xc[ih * W + iw];
-                                if (isavg) m += v;
-                                else m = om_max(m, v);
-                            }
-                        }
-                        oc[oh * Wo + ow] = isavg ? m * inv : m;
-                    }
-            }
-            break; }
+        case I_AVGPOOL: SFX(pool_range)(op == I_AVGPOOL, f, bufs, 0, f[1]); break;
         case I_CONCAT: {
             /* out, outer, row, nin, (addr, len, offset) * nin: input i's rows of len floats
              * written at offset in each row of the output */

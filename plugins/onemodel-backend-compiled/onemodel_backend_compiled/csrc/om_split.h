@@ -1,0 +1,414 @@
+/* Intra-op threads: how each instruction splits into independent parts (om_pool.h runs them).
+ * Included by om_kernels.h before the executor, once per kernel copy (SFX).
+ *
+ * Every kind that splits has a range function computing items [lo, hi) of the instruction
+ * (rows, images, heads, ...) by the same code the one-thread run uses on [0, items) -- the
+ * executor's switch calls these same functions on the whole range -- so a split never changes
+ * a result bit: each output element is computed by the same code, in the same order, whatever
+ * the number of threads.
+ *
+ * To let a new instruction kind use the threads: give it a range function, then add a case to
+ * SFX(split_info) (its items, an estimate of its work in FLOP-equivalents, the scratch floats a
+ * part on another thread needs, 0 when parts share the instruction's) and one to SFX(range).
+ * Parts must write disjoint outputs and may read anything the instruction reads. */
+
+/* Splitting pays only for enough work. Measured (tools/threads.py handoff, 2 free cores):
+ * splitting each of deep100's 64x64x64 GEMMs at batch 64 (5 us each) in two made the run
+ * 524 -> 887 us, 3.6 us a split net, mostly the layer's output moving between the cores'
+ * caches; a worker asleep (between runs) adds its wake-up, tens of microseconds in this VM. A
+ * part gets at least OM_SPLIT_MIN_WORK of work (FLOP-equivalents, the GEMM's 2 M K N; 1e6 is
+ * about 9 us of GEMM at the 110 GFLOP/s of one AVX2 core); work below twice that runs on the
+ * calling thread. 1e6, 2e6 and 4e6 measured alike on mlp and branches8 at b64 (within the
+ * shared machine's noise). */
+#ifndef OM_SPLIT_ONCE  /* (this header is included once per kernel copy) */
+#define OM_SPLIT_ONCE
+#define OM_SPLIT_MIN_WORK 1.0e6
+static double om_split_min_work = OM_SPLIT_MIN_WORK;  /* _native.split_min_work (tests) */
+#define OM_SPLIT_PARTS_PER_THREAD 4  /* spare parts: a thread descheduled for a while is
+                                        caught up by the others */
+#endif
+
+#define RADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
+
+/* I_BMM, batches [lo, hi): nb, A, sa, lda, B, sb, bk, bn, out, so, M, K, N, act, scratch.
+ * With B shared by the batches (sb = 0) it is packed once: by this call when pack_shared,
+ * else already in S (om_split's prep) */
+static void SFX(bmm_range)(const int64_t *f, float **bufs, long lo, long hi, float *S,
+                           int pack_shared) {
+    long M = f[10], K = f[11], N = f[12];
+    float *A = RADDR(f[1]), *B = RADDR(f[4]), *C = RADDR(f[8]);
+    SFX(Epi) e = {0, 0, 0, 0, (int)f[13]};
+    for (long b = lo; b < hi; b++) {
+        if (f[5] != 0 || (b == lo && pack_shared)) SFX(pack_b)(B + b * f[5], K, N, f[6], f[7], S);
+        SFX(gemm)(M, K, N, A + b * f[2], f[3], S, C + b * f[9], N, &e);
+    }
+}
+
+/* I_VM, items [lo, hi) of rows x blocks (rows: the three outer loops flattened, blocks: VM_BLK
+ * elements of the innermost): nin, shape[4], out, ostr[4], (addr, str[4]) * nin, ncode,
+ * code*4, nconst, consts */
+static void SFX(vm_range)(const int64_t *f, float **bufs, long lo, long hi) {
+    float reg[VM_MAXREG * VM_BLK];
+    long nin = f[0];
+    const int64_t *shape = f + 1;
+    float *out = RADDR(f[5]);
+    const int64_t *ostr = f + 6;
+    const int64_t *ins = f + 10;
+    long ncode = ins[5 * nin];
+    const int64_t *code = ins + 5 * nin + 1;
+    long nconst = code[4 * ncode];
+    float consts[VM_MAXCONST];
+    for (long i = 0; i < nconst && i < VM_MAXCONST; i++) {
+        double dv; memcpy(&dv, code + 4 * ncode + 1 + i, 8); consts[i] = (float)dv;
+    }
+    float *base[VM_MAXIN], *inp[VM_MAXIN];
+    long istr[VM_MAXIN];
+    for (long i = 0; i < nin; i++) { base[i] = RADDR(ins[5 * i]); istr[i] = ins[5 * i + 4]; }
+    long nblk = (shape[3] + VM_BLK - 1) / VM_BLK;
+    if (nblk == 0) return;
+    for (long r = lo / nblk; r * nblk < hi; r++) {
+        long i2 = r % shape[2], i1 = r / shape[2] % shape[1], i0 = r / shape[2] / shape[1];
+        long b0 = r * nblk < lo ? lo - r * nblk : 0;
+        long b1 = (r + 1) * nblk > hi ? hi - r * nblk : nblk;
+        float *o = out + i0 * ostr[0] + i1 * ostr[1] + i2 * ostr[2];
+        for (long j = 0; j < nin; j++)
+            inp[j] = base[j] + i0 * ins[5 * j + 1] + i1 * ins[5 * j + 2] + i2 * ins[5 * j + 3]
+                     + b0 * VM_BLK * istr[j];
+        for (long bk = b0; bk < b1; bk++) {
+            long i3 = bk * VM_BLK;
+            long m = shape[3] - i3 < VM_BLK ? shape[3] - i3 : VM_BLK;
+            SFX(vm_block)(code, ncode, consts, reg, inp, istr, (int)nin, m, o + i3 * ostr[3],
+                          ostr[3]);
+            for (long j = 0; j < nin; j++) inp[j] += VM_BLK * istr[j];
+        }
+    }
+}
+
+static long SFX(vm_items)(const int64_t *f) {
+    return f[1] * f[2] * f[3] * ((f[4] + VM_BLK - 1) / VM_BLK);
+}
+
+/* the VM's work per element: a transcendental op (exp, tanh, erf, ...) costs about 1 ns an
+ * element, ten times a load, add or multiply (8 lanes), ~110 GFLOP/s being 0.009 ns a unit */
+static double SFX(vm_cost)(const int64_t *f) {
+    long nin = f[0], ncode = f[10 + 5 * nin];
+    const int64_t *code = f + 10 + 5 * nin + 1;
+    double c = 10.0;  /* the store */
+    for (long i = 0; i < ncode; i++) {
+        switch ((int)code[4 * i]) {
+        case VM_EXP: case VM_LOG: case VM_POW: case VM_TANH: case VM_SIGMOID: case VM_ERF:
+        case VM_GELU: case VM_GELU_TANH: case VM_SWISH: case VM_SQRT: c += 100.0; break;
+        default: c += 10.0; break;
+        }
+    }
+    return c;
+}
+
+/* I_MEAN_ROWS, rows [lo, hi): x, rows, cols, out: the mean of each contiguous row */
+static void SFX(mean_range)(const int64_t *f, float **bufs, long lo, long hi) {
+    const float *x = RADDR(f[0]);
+    float *y = RADDR(f[3]);
+    long cols = f[2];
+    for (long r = lo; r < hi; r++) y[r] = SFX(sum)(x + r * cols, cols) / (float)cols;
+}
+
+/* I_SOFTMAX, rows [lo, hi): x, y, rows, cols */
+static void SFX(softmax_range)(const int64_t *f, float **bufs, long lo, long hi) {
+    long cols = f[3];
+    const float *x = RADDR(f[0]);
+    float *y = RADDR(f[1]);
+    for (long r = lo; r < hi; r++) SFX(softmax_row)(x + r * cols, y + r * cols, cols, 1.0f, 1);
+}
+
+/* I_LAYERNORM, rows [lo, hi): x, y, rows, cols, gamma, beta, eps */
+static void SFX(layernorm_range)(const int64_t *f, float **bufs, long lo, long hi) {
+    long cols = f[3];
+    const float *x = RADDR(f[0]), *g = RADDR(f[4]), *bt = RADDR(f[5]);
+    float *y = RADDR(f[1]);
+    double epsd; memcpy(&epsd, f + 6, 8);
+    float eps = (float)epsd;
+    for (long r = lo; r < hi; r++) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        float mean = SFX(sum)(xr, cols) / (float)cols;
+        V8 mv = SFX(bc)(mean), sq = {0};
+        long i8 = 0;
+        for (; i8 + 8 <= cols; i8 += 8) { V8 dlt = SFX(ld8)(xr + i8) - mv; sq += dlt * dlt; }
+        float var = SFX(hsum8)(sq);
+        for (; i8 < cols; i8++) var += (xr[i8] - mean) * (xr[i8] - mean);
+        var = var / (float)cols;
+        float inv = 1.0f / sqrtf(var + eps);
+        V8 iv = SFX(bc)(inv);
+        long i = 0;
+        /* 8 lanes at a time, the scalar loop's operations in its order (the branches on g and
+         * bt left it scalar: 4x slower) */
+        if (g && bt)
+            for (; i + 8 <= cols; i += 8)
+                SFX(st8)(yr + i, (SFX(ld8)(xr + i) - mv) * iv * SFX(ld8)(g + i)
+                                 + SFX(ld8)(bt + i));
+        else if (!g && !bt)
+            for (; i + 8 <= cols; i += 8)
+                SFX(st8)(yr + i, (SFX(ld8)(xr + i) - mv) * iv);
+        for (; i < cols; i++) {
+            float v = (xr[i] - mean) * inv;
+            if (g) v = v * g[i];
+            if (bt) v = v + bt[i];
+            yr[i] = v;
+        }
+    }
+}
+
+/* I_ATTN, heads [lo, hi) of nb0 x nb1, with the scratch scr (NULL: the instruction's):
+ * nb0, nb1, sq, sk, d, dv, scale, q(addr,s0,s1,ss), k(..), v(..), o(..), scratch; I_ATTN_MASK
+ * (masked) the same, then mask(addr, s0, s1, row, col), is_bool.
+ * Per head, S = Q K^T on the packed GEMM (K packed as the B panels), a softmax per row of S
+ * left unnormalised, O = S V (V packed) written at O's strides, and each row of O divided by
+ * its row's sum (dv divisions a row instead of sk) */
+static long SFX(attn_scratch)(const int64_t *f) {
+    long sq = f[2], sk = f[3], d = f[4], dv = f[5];
+    return (sk + 15) / 16 * 16 * d + sq * sk + (dv + 15) / 16 * 16 * sk + sq;
+}
+
+static void SFX(attn_range)(const int64_t *f, float **bufs, long lo, long hi, float *scr,
+                            int masked) {
+    long nb1 = f[1], sq = f[2], sk = f[3], d = f[4], dv = f[5];
+    double scd; memcpy(&scd, f + 6, 8);
+    float scale = (float)scd;
+    const int64_t *Q = f + 7, *Kd = f + 11, *Vd = f + 15, *O = f + 19;
+    float *kp = scr ? scr : RADDR(f[23]), *S = kp + (sk + 15) / 16 * 16 * d;
+    float *vp = S + sq * sk, *sums = vp + (dv + 15) / 16 * 16 * sk;
+    SFX(Epi) none = {0, 0, 0, 0, ACT_NONE};
+    for (long h = lo; h < hi; h++) {
+        long b0 = h / nb1, b1 = h % nb1;
+        const float *q = RADDR(Q[0]) + b0 * Q[1] + b1 * Q[2];
+        const float *k = RADDR(Kd[0]) + b0 * Kd[1] + b1 * Kd[2];
+        const float *v = RADDR(Vd[0]) + b0 * Vd[1] + b1 * Vd[2];
+        float *o = RADDR(O[0]) + b0 * O[1] + b1 * O[2];
+        SFX(pack_bt)(k, d, sk, Kd[3], kp);
+        SFX(gemm)(sq, d, sk, q, Q[3], kp, S, sk, &none);
+        float rs = scale;
+        if (masked) {  /* S scaled and masked first (om_masks.h) */
+            SFX(attn_mask)(S, sq, sk, scale, RADDR(f[24]) + b0 * f[25] + b1 * f[26], f[27],
+                           f[28], (int)f[29]);
+            rs = 1.0f;
+        }
+        for (long i = 0; i < sq; i++)
+            sums[i] = SFX(softmax_row)(S + i * sk, S + i * sk, sk, rs, 0);
+        SFX(pack_b)(v, sk, dv, Vd[3], 1, vp);
+        SFX(gemm)(sq, sk, dv, S, sk, vp, o, O[3], &none);
+        for (long i = 0; i < sq; i++) {
+            float *oi = o + i * O[3], si = sums[i];
+            for (long c = 0; c < dv; c++) oi[c] = oi[c] / si;
+        }
+    }
+}
+
+/* I_MAXPOOL / I_AVGPOOL, channels [lo, hi): x, NC, H, W, kh, kw, sh, sw, ph, pw, Ho, Wo, out */
+static void SFX(pool_range)(int isavg, const int64_t *f, float **bufs, long lo, long hi) {
+    long H = f[2], W = f[3], kh = f[4], kw = f[5], sh = f[6], sw = f[7];
+    long ph = f[8], pw = f[9], Ho = f[10], Wo = f[11];
+    const float *x = RADDR(f[0]) + lo * H * W;
+    float *out = RADDR(f[12]) + lo * Ho * Wo;
+    long NC = hi - lo;
+    float inv = 1.0f / (float)(kh * kw);
+    if (!isavg && kh == 3 && kw == 3 && sh == 2 && sw == 2
+        && SFX(maxpool3s2)(x, out, NC, H, W, ph, pw, Ho, Wo))
+        return;
+    if (!isavg && kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0
+        && 2 * Ho <= H && 2 * Wo <= W) {  /* (not a ceil-mode pool's clipped windows) */
+        for (long c = 0; c < NC; c++)   /* the common 2x2 window: two rows at a time */
+            for (long oh = 0; oh < Ho; oh++) {
+                const float *r0 = x + c * H * W + 2 * oh * W, *r1 = r0 + W;
+                float *o = out + c * Ho * Wo + oh * Wo;
+                for (long ow = 0; ow < Wo; ow++)
+                    o[ow] = om_max(om_max(r0[2 * ow], r0[2 * ow + 1]),
+                                   om_max(r1[2 * ow], r1[2 * ow + 1]));
+            }
+        return;
+    }
+    if (!isavg && kw <= 64) {  /* by output rows: each valid tap a max over a run of outputs */
+        long ow_lo[64], ow_hi[64];  /* per column tap t: outputs whose input is in range */
+        for (long t = 0; t < kw; t++) {
+            long l = pw - t > 0 ? (pw - t + sw - 1) / sw : 0;
+            long h = (W - 1 + pw - t) >= 0 ? (W - 1 + pw - t) / sw + 1 : 0;
+            ow_lo[t] = l; ow_hi[t] = h < Wo ? h : Wo;
+        }
+        for (long c = 0; c < NC; c++)
+            for (long oh = 0; oh < Ho; oh++) {
+                float *o = out + (c * Ho + oh) * Wo;
+                for (long ow = 0; ow < Wo; ow++) o[ow] = -INFINITY;
+                for (long u = 0; u < kh; u++) {
+                    long ih = oh * sh - ph + u;
+                    if (ih < 0 || ih >= H) continue;
+                    const float *row = x + (c * H + ih) * W - pw;
+                    for (long t = 0; t < kw; t++) {
+                        long ow = ow_lo[t];
+                        for (; ow + 8 <= ow_hi[t]; ow += 8) {  /* 8 outputs at a time */
+                            const float *q = row + ow * sw + t;
+                            V8 v = {q[0], q[sw], q[2 * sw], q[3 * sw], q[4 * sw],
+                                    q[5 * sw], q[6 * sw], q[7 * sw]};
+                            SFX(st8)(o + ow, SFX(max8)(SFX(ld8)(o + ow), v));
+                        }
+                        for (; ow < ow_hi[t]; ow++) {  /* om_max without branches */
+                            float a = o[ow], b = row[ow * sw + t];
+                            o[ow] = (a > b) | (a != a) ? a : b;
+                        }
+                    }
+                }
+            }
+        return;
+    }
+    for (long c = 0; c < NC; c++) {
+        const float *xc = x + c * H * W;
+        float *oc = out + c * Ho * Wo;
+        for (long oh = 0; oh < Ho; oh++)
+            for (long ow = 0; ow < Wo; ow++) {
+                float m = isavg ? 0.0f : -INFINITY;
+                for (long u = 0; u < kh; u++) {
+                    long ih = oh * sh - ph + u;
+                    if (ih < 0 || ih >= H) continue;
+                    for (long t = 0; t < kw; t++) {
+                        long iw = ow * sw - pw + t;
+                        if (iw < 0 || iw >= W) continue;
+                        float v = xc[ih * W + iw];
+                        if (isavg) m += v;
+                        else m = om_max(m, v);
+                    }
+                }
+                oc[oh * Wo + ow] = isavg ? m * inv : m;
+            }
+    }
+}
+
+/* -- the split table ------------------------------------------------------------------------ */
+typedef struct {
+    long items;      /* independent items (rows, images, heads, ...) */
+    double work;     /* the whole instruction's work, FLOP-equivalents */
+    long scratch;    /* floats of scratch a part needs on a worker (0: parts share it) */
+    int mode;        /* a kind's own choice (GEMM: 0 row tiles, 1 column panels) */
+} SFX(split_t);
+
+/* how the instruction splits (0: it does not) */
+static int SFX(split_info)(int64_t op, const int64_t *f, int threads, SFX(split_t) *s) {
+    s->scratch = 0;
+    s->mode = 0;
+    switch (op) {
+    case I_GEMM: {  /* A, lda, M, K, N, Bp, bias, bias_mode, resid, ldr, C, ldc, act */
+        long M = f[2], K = f[3], N = f[4], np = (N + 15) / 16;
+        if (M == 1 && f[11] == N) return 0;  /* the GEMV (batch 1) */
+        s->work = 2.0 * M * K * N;
+        /* by 16-column panels when there are enough: each thread streams only its panels of
+         * the weights (a split by rows streams all of them once per part: 4x the weight
+         * traffic of a 784x512 layer at batch 64); else by 6-row tiles */
+        s->items = np;
+        s->mode = 1;
+        if (np < 2 * threads) { s->items = (M + 5) / 6; s->mode = 0; }
+        return 1; }
+    case I_BMM:
+        s->items = f[0];
+        s->work = 2.0 * f[0] * f[10] * f[11] * f[12];
+        s->scratch = f[5] != 0 ? (f[12] + 15) / 16 * 16 * f[11] : 0;
+        return 1;
+    case I_ATTN:
+    case I_ATTN_MASK:
+        s->items = f[0] * f[1];
+        s->work = 2.0 * s->items * f[2] * f[3] * (f[4] + f[5]) + 100.0 * s->items * f[2] * f[3];
+        s->scratch = SFX(attn_scratch)(f);
+        return 1;
+    case I_CONV_DIRECT: {  /* by images */
+        long K = f[2] / f[12] * f[6] * f[7];
+        s->items = f[1];
+        s->work = 2.0 * f[1] * f[5] * f[13] * f[14] * K;
+        s->scratch = SFX(conv_direct_scratch)(f);
+        return 1; }
+    case I_CONV1X1:
+        s->items = f[1];
+        s->work = 2.0 * f[1] * f[3] * f[2] * f[4];
+        return 1;
+    case I_VM:
+        s->items = SFX(vm_items)(f);
+        s->work = (double)f[1] * f[2] * f[3] * f[4] * SFX(vm_cost)(f);
+        return 1;
+    case I_SOFTMAX:
+        s->items = f[2];
+        s->work = 100.0 * f[2] * f[3];  /* an exponential, max, sum and division */
+        return 1;
+    case I_LAYERNORM:
+        s->items = f[2];
+        s->work = 40.0 * f[2] * f[3];
+        return 1;
+    case I_MEAN_ROWS:
+        s->items = f[1];
+        s->work = 6.0 * f[1] * f[2];
+        return 1;
+    case I_MAXPOOL:
+    case I_AVGPOOL:
+        s->items = f[1];
+        s->work = 16.0 * f[1] * f[10] * f[11] * f[4] * f[5];
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* items [lo, hi) of the instruction; scr: a worker's scratch (NULL: the instruction's own) */
+static void SFX(range)(int64_t op, const int64_t *f, float **bufs, int mode, long lo, long hi,
+                       float *scr) {
+    switch (op) {
+    case I_GEMM: {
+        SFX(Epi) e = {RADDR(f[6]), (int)f[7], RADDR(f[8]), f[9], (int)f[12]};
+        long M = f[2], np = (f[4] + 15) / 16;
+        if (mode == 0)
+            SFX(gemm_part)(6 * lo, 6 * hi < M ? 6 * hi : M, 0, np, f[3], f[4], RADDR(f[0]),
+                           f[1], RADDR(f[5]), RADDR(f[10]), f[11], &e);
+        else
+            SFX(gemm_part)(0, M, lo, hi, f[3], f[4], RADDR(f[0]), f[1], RADDR(f[5]),
+                           RADDR(f[10]), f[11], &e);
+        break; }
+    case I_BMM: SFX(bmm_range)(f, bufs, lo, hi, scr ? scr : RADDR(f[14]), 0); break;
+    case I_ATTN: case I_ATTN_MASK:
+        SFX(attn_range)(f, bufs, lo, hi, scr, op == I_ATTN_MASK);
+        break;
+    case I_CONV_DIRECT: SFX(conv_direct_range)(f, bufs, lo, hi, scr); break;
+    case I_CONV1X1: SFX(conv1x1_range)(f, bufs, lo, hi); break;
+    case I_VM: SFX(vm_range)(f, bufs, lo, hi); break;
+    case I_SOFTMAX: SFX(softmax_range)(f, bufs, lo, hi); break;
+    case I_LAYERNORM: SFX(layernorm_range)(f, bufs, lo, hi); break;
+    case I_MEAN_ROWS: SFX(mean_range)(f, bufs, lo, hi); break;
+    case I_MAXPOOL: case I_AVGPOOL: SFX(pool_range)(op == I_AVGPOOL, f, bufs, lo, hi); break;
+    default: break;
+    }
+}
+
+typedef struct {
+    int64_t op; const int64_t *f; float **bufs; int mode, worker_scratch;
+    long items, nparts; om_pool *pool;
+} SFX(job_t);
+
+static void SFX(job_part)(void *ctx, long part, int tid) {
+    SFX(job_t) *j = (SFX(job_t) *)ctx;
+    long lo = part * j->items / j->nparts, hi = (part + 1) * j->items / j->nparts;
+    float *scr = tid > 0 && j->worker_scratch ? om_pool_scratch(j->pool, tid) : 0;
+    SFX(range)(j->op, j->f, j->bufs, j->mode, lo, hi, scr);
+}
+
+/* run the instruction on the pool when it splits and its work pays for the hand-offs; 0 when
+ * it is left to the executor's one-thread code */
+static int SFX(try_split)(int64_t op, const int64_t *f, float **bufs, om_pool *pool) {
+    SFX(split_t) s;
+    int threads = pool->threads;
+    if (!SFX(split_info)(op, f, threads, &s)) return 0;
+    double cap = om_split_min_work > 0 ? s.work / om_split_min_work : 1e18;
+    long nparts = (long)threads * OM_SPLIT_PARTS_PER_THREAD;
+    if (cap < nparts) nparts = (long)cap;
+    if (s.items < nparts) nparts = s.items;
+    if (nparts < 2) return 0;
+    if (s.scratch > 0 && !om_pool_reserve(pool, s.scratch)) return 0;
+    if (!om_pool_start(pool)) return 0;
+    if (op == I_BMM && f[5] == 0)  /* one B for every batch: packed once, before the parts */
+        SFX(pack_b)(RADDR(f[4]), f[11], f[12], f[6], f[7], RADDR(f[14]));
+    SFX(job_t) job = {op, f, bufs, s.mode, s.scratch > 0, s.items, nparts, pool};
+    om_pool_run(pool, nparts, SFX(job_part), &job);
+    return 1;
+}
+#undef RADDR
