@@ -52,7 +52,21 @@ def _conv_zoo():
     return fn, (2, 17, 17)
 
 
+def _numpy_step_model():
+    """Native segments with a numpy step between them (``where`` has no lowering): the run
+    goes through the plan's general path, one native call per segment."""
+    p, ops = models.Params(5), om.ops
+    (w1, b1), (w2, b2) = p.linear(96, 128), p.linear(128, 48)
+
+    def fn(x):
+        h = ops.linear(x, w1, b1)
+        h = ops.where(h > 0, h, h * 0.1)
+        return ops.tanh(ops.linear(h, w2, b2))
+    return fn, (96,)
+
+
 MODELS = {
+    "numpy_step": _numpy_step_model,
     "conv_zoo": _conv_zoo,
     "mlp": lambda: models.mlp(),
     "cnn": lambda: models.cnn(),
