@@ -76,7 +76,21 @@ def _small_maps_and_masks():
     return fn, (4, 6, 6)
 
 
+def _numpy_step_model():
+    """Native segments with a numpy step between them (``tril`` has no lowering): the run
+    goes through the plan's general path, one native call per segment."""
+    p, ops = models.Params(5), om.ops
+    (w1, b1), (w2, b2) = p.linear(96, 128), p.linear(128, 48)
+
+    def fn(x):
+        h = ops.linear(x, w1, b1)
+        h = ops.tril(h) - h * 0.1
+        return ops.tanh(ops.linear(h, w2, b2))
+    return fn, (96,)
+
+
 MODELS = {
+    "numpy_step": _numpy_step_model,
     "conv_zoo": _conv_zoo,
     "small_maps_and_masks": _small_maps_and_masks,
     "mlp": lambda: models.mlp(),
