@@ -51,15 +51,6 @@ def _both(traced, feeds, level="all"):
     return ref, got
 
 
-@pytest.fixture(params=["native", "generic"])
-def isa(request):
-    """Each test runs on the CPU's own kernel copy and on the portable one."""
-    before = _native.isa()
-    _native.use(before if request.param == "native" else "generic")
-    yield _native.isa()
-    _native.use(before)
-
-
 @pytest.mark.parametrize("name", list(MODELS))
 @pytest.mark.parametrize("level", ["all", "none"])
 def test_models_match_numpy(name, level, isa):

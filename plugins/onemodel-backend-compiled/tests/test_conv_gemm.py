@@ -13,17 +13,8 @@ import pytest
 
 import onemodel as om
 from onemodel import Tensor
-from onemodel_backend_compiled import _native
 
 RTOL, ATOL = 1e-4, 1e-4
-
-
-@pytest.fixture(params=["native", "generic"])
-def isa(request):
-    before = _native.isa()
-    _native.use(before if request.param == "native" else "generic")
-    yield _native.isa()
-    _native.use(before)
 
 
 def windows_reference(x, w, b, stride, pad, dil):

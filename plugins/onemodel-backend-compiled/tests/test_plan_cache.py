@@ -106,14 +106,6 @@ def _run(traced, feeds, **options):
     return s, {k: v.numpy() for k, v in s.run(feeds).items()}
 
 
-@pytest.fixture(params=["native", "generic"])
-def isa(request):
-    before = _native.isa()
-    _native.use(before if request.param == "native" else "generic")
-    yield _native.isa()
-    _native.use(before)
-
-
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_a_new_session_loads_the_plan_with_identical_results(cache_dir, name, isa):
     shape, traced = _traced(name)

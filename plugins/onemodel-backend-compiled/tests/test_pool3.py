@@ -8,15 +8,6 @@ import pytest
 
 import onemodel as om
 from onemodel import Tensor
-from onemodel_backend_compiled import _native
-
-
-@pytest.fixture(params=["native", "generic"])
-def isa(request):
-    before = _native.isa()
-    _native.use(before if request.param == "native" else "generic")
-    yield _native.isa()
-    _native.use(before)
 
 
 def pool_formula(x, pad, ho, wo):

@@ -14,18 +14,9 @@ from onemodel.core.graph import GraphBuilder
 from onemodel.core.interpreter import NodeExecutionError
 from onemodel.core.symbolic import Dim
 from onemodel.core.types import TensorType
-from onemodel_backend_compiled import _native
 
 F32, I64, BOOL = om.DType.F32, om.DType.I64, om.DType.BOOL
 B, S = Dim.symbol("batch"), Dim.symbol("seq")
-
-
-@pytest.fixture(params=["native", "generic"])
-def isa(request):
-    before = _native.isa()
-    _native.use(before if request.param == "native" else "generic")
-    yield _native.isa()
-    _native.use(before)
 
 
 def _sessions(graph):

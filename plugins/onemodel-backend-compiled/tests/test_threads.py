@@ -124,15 +124,6 @@ def always_the_pool(monkeypatch):
     monkeypatch.setattr(native_plan, "MARGIN", float("inf"))
 
 
-@pytest.fixture(params=["native", "generic"])
-def isa(request):
-    """Each test runs on the CPU's own kernel copy and on the portable one."""
-    before = _native.isa()
-    _native.use(before if request.param == "native" else "generic")
-    yield _native.isa()
-    _native.use(before)
-
-
 @pytest.fixture(params=["measured", "everything"])
 def split_rule(request):
     """The measured rule, and every splittable instruction split as finely as it goes (small
