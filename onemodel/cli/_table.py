@@ -85,3 +85,13 @@ def wrap_text(text: str, indent: str = "") -> str:
 
 def _line(cells: list[str], widths: list[int]) -> str:
     return (" " * GAP).join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+
+def human_bytes(n: int) -> str:
+    """A size for people: B, then KiB, MiB, GiB with one decimal."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover

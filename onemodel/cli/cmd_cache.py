@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import time
 
-from ._table import render
+from ._table import human_bytes, render
 
 EPILOG = """examples:
   onemodel cache           the folder, whether it is on, entries and bytes
@@ -28,15 +28,6 @@ def add_parser(sub):
                    help="show (default) or clear")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     return p
-
-
-def _human(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 def _age(seconds: float) -> str:
@@ -71,12 +62,12 @@ def run(args) -> int:
         return 0
     print(f"folder:  {info['location']}")
     print(f"setting: {'on' if info['enabled'] else 'off (ONEMODEL_CACHE)'}, at most "
-          f"{_human(info['max_bytes_per_backend'])} per backend")
+          f"{human_bytes(info['max_bytes_per_backend'])} per backend")
     if not spaces:
         print("no entries")
         return 0
     now = time.time()
-    rows = [[name, str(s["entries"]), _human(s["bytes"]), _age(now - s["last_used"])]
+    rows = [[name, str(s["entries"]), human_bytes(s["bytes"]), _age(now - s["last_used"])]
             for name, s in info["namespaces"].items()]
     print(render(["backend", "entries", "size", "last used"], rows))
     return 0

@@ -11,7 +11,7 @@ import os
 import zipfile
 
 from ..core.symbolic import Dim
-from ._table import render, wrap_text
+from ._table import human_bytes, render, wrap_text
 
 
 def add_parser(sub):
@@ -27,15 +27,6 @@ def add_parser(sub):
 
 def _shape(shape) -> list:
     return [str(d) if isinstance(d, Dim) else int(d) for d in shape]
-
-
-def _human(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 def _file_meta(path: str) -> dict:
@@ -148,6 +139,6 @@ def run(args) -> int:
     print(render(["op", "count"], [[k, v] for k, v in
                                    sorted(d["ops"].items(), key=lambda kv: (-kv[1], kv[0]))]))
     print("\n" + wrap_text(f"parameters: {d['parameters']:,} values, "
-                           f"{_human(d['parameter_bytes'])} ({d['parameter_bytes']:,} bytes) in "
+                           f"{human_bytes(d['parameter_bytes'])} ({d['parameter_bytes']:,} bytes) in "
                            f"{d['initializers']} initializers", " " * 4))
     return 0
