@@ -11,6 +11,7 @@ import math
 import numpy as np
 from onemodel.core.symbolic import evaluate_nested
 
+from . import linear_fusion
 from . import program as P
 from .lower import Loc, Lowering, contiguous_strides, squeeze_dims
 from .views import heads_last_dest, reshape_view, split_view
@@ -218,6 +219,14 @@ def _gemm(lw: Lowering, node, x: str, n: int, panels_off: int, bias: str | None,
 
 
 def linear_rule(lw: Lowering, node, params):
+    if id(node) in lw.fused:  # computed by the GEMM of a linear before it (linear_fusion)
+        loc = lw.fused.pop(id(node))
+        if loc is not None:
+            lw.bind(node.outputs[0], loc)
+        return
+    if linear_fusion.stacked_sum(lw, node, _sum_inputs, _group_act) \
+            or linear_fusion.shared_input(lw, node, _group_act, _sum_inputs):
+        return
     x, w, b = (list(node.inputs) + [None])[:3]
     if w not in lw.consts or not lw.is_f32(x) or (b is not None and not lw.is_f32(b)):
         raise Unsupported("run-time weight")
@@ -225,7 +234,13 @@ def linear_rule(lw: Lowering, node, params):
     if W.ndim != 2 or W.dtype != np.float32:
         raise Unsupported("weight")
     off = lw.weights.panels((lw.const_key(w), "^T"), lambda: W.T)
-    _gemm(lw, node, x, W.shape[0], off, b, params.get("activation"))
+    _gemm(lw, node, x, W.shape[0], off, b, _group_act(node))
+
+
+def _group_act(node):
+    """The activation a linear applies in its own node (a separate activation node stays)."""
+    act = node.params.get("activation", "relu" if node.op == "fused_linear" else None)
+    return None if act in (None, "none") else act
 
 
 def matmul_rule(lw: Lowering, node, params):
