@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onemodel_backend_compiled import _native
 
 import onemodel as om
 from onemodel import Tensor
@@ -17,14 +16,6 @@ from tests import session_models as models
 ops = om.ops
 RTOL, ATOL = 1e-4, 1e-5
 D, H = 24, 20
-
-
-@pytest.fixture(params=["native", "generic"])
-def isa(request):
-    before = _native.isa()
-    _native.use(before if request.param == "native" else "generic")
-    yield _native.isa()
-    _native.use(before)
 
 
 def _params(n, seed=0, bias=True):
