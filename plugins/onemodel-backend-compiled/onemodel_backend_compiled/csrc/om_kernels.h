@@ -56,19 +56,7 @@ static inline V8 SFX(relu8)(V8 v) { return SFX(vmax)((V8){0}, v); }
 static inline V8 SFX(gelu8)(V8 x) {
     V8 z = x * 0.70710678118654752f;
     V8 c = SFX(vmax)(SFX(bc)(-4.0f), SFX(vmin)(SFX(bc)(4.0f), z));  /* NaN stays NaN */
-    V8 x2 = c * c;
-    V8 p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
-    p = p * x2 + -2.10102402082508e-06f;
-    p = p * x2 + -5.69250639462346e-05f;
-    p = p * x2 + -7.34990630326855e-04f;
-    p = p * x2 + -2.95459980854025e-03f;
-    p = p * x2 + -1.60960333262415e-02f;
-    p = p * c;
-    V8 q = x2 * -1.45660718464996e-05f + -2.13374055278905e-04f;
-    q = q * x2 + -1.68282697438203e-03f;
-    q = q * x2 + -7.37332916720468e-03f;
-    q = q * x2 + -1.42647390514189e-02f;
-    return 0.5f * x * (1.0f + p / q);
+    return 0.5f * x * (1.0f + OM_ERF_RATIO(V8, c));
 }
 
 /* sum of n floats with 8 partial sums (a fixed order, unlike -ffast-math) */
@@ -335,13 +323,7 @@ static inline V8 SFX(exp8)(V8 x) {
     V8 nf = __builtin_convertvector(n, V8);
     V8 r = xc - nf * 0.693359375f;
     r = r - nf * -2.12194440e-4f;
-    V8 y = SFX(bc)(1.9875691500E-4f);
-    y = y * r + 1.3981999507E-3f;
-    y = y * r + 8.3334519073E-3f;
-    y = y * r + 4.1665795894E-2f;
-    y = y * r + 1.6666665459E-1f;
-    y = y * r + 5.0000001201E-1f;
-    y = y * r * r + r + 1.0f;
+    V8 y = OM_EXP_POLY(V8, r);
 #ifdef OM_VEC_MINMAX
     /* every lane's 2^n a normal float (x above -87.3, softmax's usual case): one scale, the
      * same result as the two below (y * 2^h is exact there, so both round y * 2^n once) */
@@ -360,8 +342,7 @@ static inline V8 SFX(exp8)(V8 x) {
 static inline V8 SFX(tanh8)(V8 x) {
     V8 ax = SFX(sel)(x < 0.0f, -x, x);
     V8 z = x * x;
-    V8 small = ((((-5.70498872745E-3f * z + 2.06390887954E-2f) * z - 5.37397155531E-2f) * z
-                 + 1.33314422036E-1f) * z - 3.33332819422E-1f) * z * x + x;
+    V8 small = OM_TANH_SMALL(x, z);
     V8 e = SFX(exp8)(2.0f * ax);
     V8 big = 1.0f - 2.0f / (e + 1.0f);
     big = SFX(sel)(x < 0.0f, -big, big);

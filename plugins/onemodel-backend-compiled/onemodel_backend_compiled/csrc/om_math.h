@@ -8,6 +8,28 @@
 
 static inline float om_bits_to_f(int32_t i) { float f; memcpy(&f, &i, 4); return f; }
 
+/* The polynomials shared by the scalar functions here and their 8-lane forms in om_kernels.h
+ * (GNU statement expressions: T is float or the 8-lane vector, the same operations in the same
+ * order either way, so a loop's vector body and its scalar tail agree bit for bit). */
+/* exp's polynomial in the reduced argument r: e^r ~ y */
+#define OM_EXP_POLY(T, r) ({ T r_ = (r), y_ = 1.9875691500E-4f * r_ + 1.3981999507E-3f; \
+    y_ = y_ * r_ + 8.3334519073E-3f; \
+    y_ = y_ * r_ + 4.1665795894E-2f; y_ = y_ * r_ + 1.6666665459E-1f; \
+    y_ = y_ * r_ + 5.0000001201E-1f; y_ * r_ * r_ + r_ + 1.0f; })
+/* tanh for |x| < 0.625, with z = x * x */
+#define OM_TANH_SMALL(x, z) \
+    (((((-5.70498872745E-3f * (z) + 2.06390887954E-2f) * (z) - 5.37397155531E-2f) * (z) \
+       + 1.33314422036E-1f) * (z) - 3.33332819422E-1f) * (z) * (x) + (x))
+/* erf(c) for c clamped to [-4, 4]: the ratio p(c) / q(c) */
+#define OM_ERF_RATIO(T, c) ({ T c_ = (c), x2_ = c_ * c_; \
+    T p_ = x2_ * -2.72614225801306e-10f + 2.77068142495902e-08f; \
+    p_ = p_ * x2_ + -2.10102402082508e-06f; p_ = p_ * x2_ + -5.69250639462346e-05f; \
+    p_ = p_ * x2_ + -7.34990630326855e-04f; p_ = p_ * x2_ + -2.95459980854025e-03f; \
+    p_ = p_ * x2_ + -1.60960333262415e-02f; p_ = p_ * c_; \
+    T q_ = x2_ * -1.45660718464996e-05f + -2.13374055278905e-04f; \
+    q_ = q_ * x2_ + -1.68282697438203e-03f; q_ = q_ * x2_ + -7.37332916720468e-03f; \
+    q_ = q_ * x2_ + -1.42647390514189e-02f; p_ / q_; })
+
 static inline float om_exp(float x) {
     float xc = x > 89.0f ? 89.0f : x;
     xc = xc < -104.0f ? -104.0f : xc;           /* NaN passes both tests unchanged */
@@ -16,13 +38,7 @@ static inline float om_exp(float x) {
     float nf = (float)n;
     float r = xc - nf * 0.693359375f;
     r = r - nf * -2.12194440e-4f;
-    float y = 1.9875691500E-4f;
-    y = y * r + 1.3981999507E-3f;
-    y = y * r + 8.3334519073E-3f;
-    y = y * r + 4.1665795894E-2f;
-    y = y * r + 1.6666665459E-1f;
-    y = y * r + 5.0000001201E-1f;
-    y = y * r * r + r + 1.0f;
+    float y = OM_EXP_POLY(float, r);
     int32_t h = n / 2;
     float p1 = om_bits_to_f((h + 127) << 23);
     float p2 = om_bits_to_f((n - h + 127) << 23);
@@ -33,8 +49,7 @@ static inline float om_exp(float x) {
 static inline float om_tanh(float x) {
     float ax = x < 0.0f ? -x : x;
     float z = x * x;
-    float small = ((((-5.70498872745E-3f * z + 2.06390887954E-2f) * z - 5.37397155531E-2f) * z
-                    + 1.33314422036E-1f) * z - 3.33332819422E-1f) * z * x + x;
+    float small = OM_TANH_SMALL(x, z);
     float e = om_exp(2.0f * ax);
     float big = 1.0f - 2.0f / (e + 1.0f);
     big = x < 0.0f ? -big : big;
@@ -48,19 +63,7 @@ static inline float om_sigmoid(float x) { return 0.5f * om_tanh(0.5f * x) + 0.5f
 static inline float om_erf(float x) {
     float c = x < -4.0f ? -4.0f : x;
     c = c > 4.0f ? 4.0f : c;
-    float x2 = c * c;
-    float p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
-    p = p * x2 + -2.10102402082508e-06f;
-    p = p * x2 + -5.69250639462346e-05f;
-    p = p * x2 + -7.34990630326855e-04f;
-    p = p * x2 + -2.95459980854025e-03f;
-    p = p * x2 + -1.60960333262415e-02f;
-    p = p * c;
-    float q = x2 * -1.45660718464996e-05f + -2.13374055278905e-04f;
-    q = q * x2 + -1.68282697438203e-03f;
-    q = q * x2 + -7.37332916720468e-03f;
-    q = q * x2 + -1.42647390514189e-02f;
-    return p / q;
+    return OM_ERF_RATIO(float, c);
 }
 
 static inline float om_gelu(float x) { return 0.5f * x * (1.0f + om_erf(x * 0.70710678118654752f)); }
