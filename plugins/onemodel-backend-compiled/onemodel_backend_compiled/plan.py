@@ -155,14 +155,20 @@ class NativePlan:
         finally:
             self._idle.append(arena)
 
+    def buffers(self, feeds, arena) -> tuple:
+        """``(bufs, outs)``: the buffers a native call takes (weights, arena, the feeds as
+        native code reads them, the outputs written directly) and those outputs (None for one
+        fetched otherwise). `_run` and tools/real_models.py's per-instruction profile use it."""
+        fa = [np.ascontiguousarray(feeds[n], dtype=d) if d is not None else feeds[n]
+              for n, d in zip(self.feed_names, self.feed_as)]
+        outs = [np.empty(t.shape, np.float32) if d else None
+                for d, t in zip(self.direct, self.out_types)]
+        return (self.weights.array, arena, *fa, *outs), outs
+
     def _run(self, feeds, pool) -> dict:
         arena = self._arena()
         try:
-            fa = [np.ascontiguousarray(feeds[n], dtype=d) if d is not None else feeds[n]
-                  for n, d in zip(self.feed_names, self.feed_as)]
-            outs = [np.empty(t.shape, np.float32) if d else None
-                    for d, t in zip(self.direct, self.out_types)]
-            bufs = (self.weights.array, arena, *fa, *outs)
+            bufs, outs = self.buffers(feeds, arena)
             py: dict = {}
             for seg in self.segments:
                 if seg.__class__ is NativeSegment:

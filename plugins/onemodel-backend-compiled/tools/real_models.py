@@ -60,12 +60,7 @@ def profile(session, feeds, repeats: int = 20) -> list[tuple[str, float]]:
     arrays, env = session._check_feeds(feeds)
     plan = session._compiled.plan(env)
     per: dict = defaultdict(float)
-    arena = plan._arena()
-    fa = [np.ascontiguousarray(arrays[n], dtype=d) if d is not None else arrays[n]
-          for n, d in zip(plan.feed_names, plan.feed_as)]
-    outs = [np.empty(t.shape, np.float32) if d else None
-            for d, t in zip(plan.direct, plan.out_types)]
-    bufs = (plan.weights.array, arena, *fa, *outs)
+    bufs, _ = plan.buffers(arrays, plan._arena())
     py: dict = {}
     for seg in plan.segments:
         if isinstance(seg, NativeSegment):
