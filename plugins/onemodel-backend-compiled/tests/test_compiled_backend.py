@@ -23,6 +23,7 @@ from onemodel.registry import OpDef, OpTraits, Param, Pointwise, Sample, hookimp
 from onemodel_backend_compiled import _native
 from onemodel_backend_compiled.rules import RULES
 from tests import session_models as models
+from tests.special_values import assert_specials_then_close
 
 RTOL, ATOL = 1e-4, 1e-5
 MODELS = {
@@ -100,11 +101,7 @@ def test_nan_and_inf_propagate_as_in_numpy(isa):
     traced = _trace1(fn, np.ones((3, 4), np.float32), "batch", None)
     ref, got = _both(traced, {"input": x})
     for k in ref:
-        r, g = ref[k].numpy(), got[k].numpy()
-        np.testing.assert_array_equal(np.isnan(g), np.isnan(r), err_msg=k)
-        np.testing.assert_array_equal(np.isinf(g), np.isinf(r), err_msg=k)
-        ok = np.isfinite(r)
-        np.testing.assert_allclose(g[ok], r[ok], rtol=RTOL, atol=ATOL, err_msg=k)
+        assert_specials_then_close(got[k].numpy(), ref[k].numpy(), RTOL, ATOL, k)
 
 
 def test_math_kernels_match_numpy_over_a_wide_range(isa):
