@@ -522,6 +522,8 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
                               P.addr(P.WEIGHTS, panels), bl.addr if bl is not None else -1,
                               act, dst.addr, scratch.addr, P.fbits(p0), P.fbits(p1)))
     else:
+        # the layout of conv_direct_range (om_kernels.h): padded input, tiles, koff, the
+        # phase planes' row buffer; the instruction carries it for a worker's own scratch
         need = (xpn + 15) // 16 * 16 + cog4 * nqr + 32 + 2 * k + 2 + wp * sw + 16
         if cig == 1 and cog == 1:  # depthwise on a small map: 8-channel blocks (om_kernels.h)
             need = max(need, (hp * wfull + kh * kw + ho * wo) * 8)
@@ -532,7 +534,7 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
                               dh, dw, g, ho, wo, P.addr(P.WEIGHTS, woff),
                               bl.addr if bl is not None else -1,
                               act, dst.addr, scratch.addr, 1 if pool is not None else 0, sh, sw,
-                              P.fbits(p0), P.fbits(p1), *pro_fields))
+                              P.fbits(p0), P.fbits(p1), *pro_fields, need))
     if pool is None and reader is None:
         lw.bind(out, dst)
 

@@ -669,7 +669,9 @@ static void SFX(phase_planes)(const float *xg, float *xp, long cig, long H, long
 
 /* f: x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, G, Ho, Wo, wpacked, bias, act, out,
  *    scratch, pool, sh, sw, p0, p1 (the activation's parameters, as doubles), then the input
- *    prologue's mean, scale and shift (om_prologue.h; -1 for none; not on depthwise)
+ *    prologue's mean, scale and shift (om_prologue.h; -1 for none; not on depthwise), and
+ *    the floats of scratch (rules.py's conv rule computes them once, for the arena and for a
+ *    worker's part)
  * Stride s > 1 becomes stride 1 over phase planes: plane (a, b) of a channel holds the padded
  * input at rows i * sh + a and columns j * sw + b, so tap (u, t) of output (oh, ow) reads plane
  * (u dh % sh, t dw % sw) at (oh + u dh / sh, ow + t dw / sw): again a shifted slice. */
@@ -814,21 +816,8 @@ static void SFX(conv_direct)(const int64_t *f, float **bufs) {
     SFX(conv_direct_range)(f, bufs, 0, f[1], 0);
 }
 
-/* the floats of scratch conv_direct_range uses (the layout above; rules.py's conv rule
- * allocates the same for the instruction): a worker's part gets this much of its own */
-static long SFX(conv_direct_scratch)(const int64_t *f) {
-    long Cin = f[2], H = f[3], W = f[4], Cout = f[5], kh = f[6], kw = f[7], ph = f[8],
-         pw = f[9], G = f[12], Ho = f[13], Wo = f[14], sh = f[21], sw = f[22];
-    long cig = Cin / G, cog = Cout / G, K = cig * kh * kw, Hp = H + 2 * ph, Wp, plane;
-    if (sh == 1 && sw == 1) { Wp = W + pw; plane = Hp * Wp + pw; }
-    else { Wp = (W + 2 * pw + sw - 1) / sw; plane = (Hp + sh - 1) / sh * Wp; }
-    long nq = (Ho - 1) * Wp + Wo, nqr = (nq + CV_NR - 1) / CV_NR * CV_NR;
-    long xpn = cig * sh * sw * plane + CV_NR + Wp;
-    long need = (xpn + 15) / 16 * 16 + (cog + 3) / 4 * 4 * nqr + 32 + 2 * K + 2
-                + Wp * sw + 16;  /* as rules.py: the phase planes' row buffer after koff */
-    long dw = (Hp * (W + 2 * pw) + kh * kw + Ho * Wo) * 8;
-    return cig == 1 && cog == 1 && dw > need ? dw : need;
-}
+/* the floats of scratch conv_direct_range uses: a worker's part gets this much of its own */
+static long SFX(conv_direct_scratch)(const int64_t *f) { return f[28]; }
 
 /* f: x, N, Cin, HW, Cout, wpanels, bias, act, out, scratch, p0, p1
  * A 1x1 stride-1 convolution on a small map as one packed GEMM over every position of every
