@@ -256,7 +256,7 @@ def _vit() -> Built:
 
 
 def _convnext() -> Built:
-    tv = import_torchvision()
+    import_torchvision()  # torchvision's own ConvNeXt classes are imported below
     _torch()
     from torchvision.models.convnext import CNBlockConfig, ConvNeXt
 
