@@ -36,3 +36,15 @@ def test_no_truth_value_and_no_code_in_parse():
     for bad in ["__import__('os')", "batch.real", "batch / 2", "1.5"]:
         with pytest.raises(SymbolicError):
             Dim.parse(bad)
+
+
+def test_nested_floor_divisions_print_and_parse_back():
+    # two stacked stride-2 windows: ((seq - 3)//2 + 1 - 3)//2 + 1 used to print as
+    # "(((seq - 3)//2) - 2//2) + 1", which parses back as something else
+    s = Dim.symbol("seq")
+    first = (s - 3) // 2 + 1
+    second = (first - 3) // 2 + 1
+    for d in (second, Dim.min(second, 4), (second - 1) % 3, ((s // 2 - 1) // 2 - 1) // 2):
+        back = Dim.parse(str(d))
+        assert back == d, (str(d), str(back))
+        assert all(evaluate(back, {"seq": n}) == evaluate(d, {"seq": n}) for n in range(1, 40))

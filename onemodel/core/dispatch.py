@@ -14,6 +14,7 @@ from . import eager_cache, tracing_hooks
 from .autograd import GradNode
 from .dtype import DType, DTypeError
 from .grad_mode import GradMode
+from .size_tensors import is_size_tensor, size_from_tensor
 from .symint import SymInt
 from .types import TensorType
 
@@ -29,6 +30,8 @@ def _check_param(op: OpDef, pname: str, p: Param, value: Any) -> Any:
             return None
         raise OpError(f"{where} may not be None")
     kind = p.kind
+    if kind in ("shape", "size"):
+        value = _size_tensors_as_ints(op, pname, value)
     if kind in ("int", "size"):
         if isinstance(value, SymInt):
             return value
@@ -81,6 +84,17 @@ def _check_param(op: OpDef, pname: str, p: Param, value: Any) -> Any:
     return value
 
 
+def _size_tensors_as_ints(op: OpDef, pname: str, value):
+    """A size given as a 0-d integer tensor is its value (PyTorch's habit); while tracing, one
+    the trace computed is refused as data-dependent (see `size_tensors`)."""
+    if is_size_tensor(value):
+        return size_from_tensor(value, f"ops.{op.name}: {pname}")
+    if isinstance(value, (tuple, list)) and any(is_size_tensor(v) for v in value):
+        return tuple(size_from_tensor(v, f"ops.{op.name}: {pname}[{i}]")
+                     if is_size_tensor(v) else v for i, v in enumerate(value))
+    return value
+
+
 def torch_name(pname: str) -> str | None:
     """PyTorch's name for a param: ``dim`` for ``axis``, ``dims``, ``start_dim``, ``dim0``,
     ``keepdim`` for ``keepdims``; None when the name has no other spelling."""
@@ -97,6 +111,16 @@ def _torch_alias(op: OpDef, given: str) -> str | None:
         if torch_name(pname) == given:
             return pname
     return None
+
+
+def _separate_sizes_hint(op: OpDef, names: list, pnames: list, rest: tuple) -> str:
+    """For ``ops.reshape(x, n, -1)``: the shape is one argument, a tuple."""
+    if not pnames or op.params[pnames[0]].kind != "shape":
+        return ""
+    if not all(is_size_tensor(v) or isinstance(v, (SymInt, numbers.Integral)) for v in rest):
+        return ""
+    return (f"; {pnames[0]!r} is one argument: give the sizes as one tuple, "
+            f"ops.{op.name}({', '.join(names)}, ({', '.join('...' for _ in rest)}))")
 
 
 def bind(op: OpDef, args: tuple, kwargs: dict) -> tuple[list, dict]:
@@ -135,7 +159,8 @@ def bind(op: OpDef, args: tuple, kwargs: dict) -> tuple[list, dict]:
         n_in = len(names)
         if len(args) > n_in + len(pnames):
             raise OpError(f"ops.{op.name}() takes {n_in + len(pnames)} arguments "
-                          f"({', '.join(names + pnames)}), got {len(args)}")
+                          f"({', '.join(names + pnames)}), got {len(args)}"
+                          f"{_separate_sizes_hint(op, names, pnames, args[n_in:])}")
         raw_inputs = list(args[:n_in]) + [REQUIRED] * max(0, n_in - len(args))
         rest = args[n_in:]
         for i, name in enumerate(names):

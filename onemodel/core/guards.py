@@ -80,8 +80,11 @@ def stop(previous) -> None:
     _sink.guards = previous
 
 
-def check(guards, env: Mapping[str, int]) -> None:
-    """Raise `SessionError` for the first guard that does not hold at these sizes."""
+def check(guards, env: Mapping[str, int], where: Mapping[str, tuple[str, int]] | None = None
+          ) -> None:
+    """Raise `SessionError` for the first guard that does not hold at these sizes. ``where``
+    maps an axis name to the (input, axis) that binds it, for the message, which also says the
+    nearest size the guard allows (``must be at least 7``)."""
     for g in guards:
         try:
             ok = g.holds(env)
@@ -92,7 +95,62 @@ def check(guards, env: Mapping[str, int]) -> None:
             why = f" ({g.reason})" if g.reason else ""
             at = f", recorded at {g.source}" if g.source else ""
             raise SessionError(f"axis sizes {sizes} are outside what this graph allows: "
-                               f"it needs {g.text}{why}{at}")
+                               f"it needs {g.text}{why}{at}{_allowed(g, env, where or {})}")
+
+
+#: how far `_nearest` looks for a size a guard allows (sizes beyond are never fed)
+_SEARCH_LIMIT = 1 << 40
+
+
+def _allowed(g: Guard, env: Mapping[str, int], where) -> str:
+    """``; input 'x' axis 2 (seq) must be at least 7`` for each axis of the guard."""
+    notes = []
+    for name in g.symbols():
+        if name not in env:
+            continue
+        found = _nearest(g, env, name)
+        if found is None:
+            continue
+        word, size = found
+        inp = where.get(name)
+        axis = f"input {inp[0]!r} axis {inp[1]} ({name})" if inp else f"axis {name}"
+        notes.append(f"{axis} must be {word} {size}")
+    return "; " + "; ".join(notes) if notes else ""
+
+
+def _nearest(g: Guard, env: Mapping[str, int], name: str) -> tuple[str, int] | None:
+    """The size of axis ``name`` nearest to its size in ``env`` at which ``g`` holds (the other
+    axes as they are): ``("at least", n)`` above it, else ``("at most", n)`` below it; None when
+    neither is found. A guard is monotone in practice (a window must fit, a slice must end
+    within a table), so doubling, then bisecting, finds the boundary."""
+    def holds(n: int) -> bool:
+        try:
+            return g.holds({**env, name: n})
+        except (SymbolicError, ArithmeticError):
+            return False
+
+    now = env[name]
+    step = 1
+    while now + step < _SEARCH_LIMIT and not holds(now + step):
+        step *= 2
+    if now + step < _SEARCH_LIMIT:
+        bad, good = now + step // 2 if step > 1 else now, now + step
+        while good - bad > 1:
+            mid = (bad + good) // 2
+            bad, good = (bad, mid) if holds(mid) else (mid, good)
+        return "at least", good
+    step = 1
+    while now - step >= 1 and not holds(now - step):
+        step *= 2
+    good, bad = now - step, now - step // 2 if step > 1 else now
+    if good < 1:
+        if now <= 1 or not holds(1):
+            return None
+        good = 1
+    while bad - good > 1:
+        mid = (bad + good) // 2
+        good, bad = (mid, bad) if holds(mid) else (good, mid)
+    return "at most", good
 
 
 def merge(existing, new) -> tuple:

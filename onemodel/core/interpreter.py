@@ -22,6 +22,7 @@ class NodeExecutionError(OneModelError, RuntimeError):
 def bind_symbols(graph: Graph, arrays: Mapping[str, np.ndarray]) -> dict[str, int]:
     """Sizes of the symbolic axes, read from the feeds (checked for consistency)."""
     env: dict[str, int] = {}
+    where: dict[str, tuple[str, int]] = {}
     for v in graph.inputs:
         arr = arrays[v.name]
         if arr.ndim != len(v.shape):
@@ -32,13 +33,14 @@ def bind_symbols(graph: Graph, arrays: Mapping[str, np.ndarray]) -> dict[str, in
                 syms = d.symbols()
                 if len(syms) == 1 and d == Dim.symbol(next(iter(syms))):
                     name = next(iter(syms))
+                    where.setdefault(name, (v.name, axis))
                     if env.setdefault(name, n) != n:
                         raise SessionError(f"input {v.name!r} axis {axis}: symbolic size {name!r} "
                                            f"is {n} here but {env[name]} in another input")
             elif d != n:
                 raise SessionError(f"input {v.name!r} axis {axis}: expected size {d}, got {n}")
     if graph.guards:
-        guards.check(graph.guards, env)
+        guards.check(graph.guards, env, where)
     return env
 
 

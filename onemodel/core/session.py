@@ -274,7 +274,7 @@ class Session:
                 raise SessionError(f"input {v.name!r} axis {axis}: expected size {d} = {want}, "
                                    f"got {n}")
         if self._guards:
-            guards.check(self._guards, env)
+            guards.check(self._guards, env, where)
         if 0 in env.values():
             self._check_empty_axes(env)
         return arrays, env

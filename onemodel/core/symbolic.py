@@ -328,7 +328,21 @@ def _extremum(op: str, a: DimLike, b: DimLike) -> DimLike:
 
 def _wrap(v: DimLike) -> str:
     s = str(v)
-    return s if s.replace("_", "a").isalnum() or s.startswith("(") else f"({s})"
+    return s if s.replace("_", "a").isalnum() or _enclosed(s) else f"({s})"
+
+
+def _enclosed(s: str) -> bool:
+    """Whether ``s`` is one parenthesised whole: ``(a//2)`` is, ``(a//2) - 2`` is not (it only
+    starts with a parenthesis, and would print ``(a//2) - 2//2`` for ``((a//2) - 2)//2``)."""
+    if not s.startswith("("):
+        return False
+    depth = 0
+    for i, ch in enumerate(s):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0:
+            return i == len(s) - 1
+    return False
 
 
 def _from_ast(node, text: str) -> DimLike:

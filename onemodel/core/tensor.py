@@ -16,12 +16,15 @@ from .dtype import DType
 from .grad_mode import GradMode
 from .random import generator
 from .symint import SymInt, has_symint
+from .size_tensors import size_from_tensor
 from .tensor_methods import TensorMeta, sync
 
 
 def _shape_args(shape: tuple, what: str) -> tuple:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    shape = tuple(size_from_tensor(d, f"{what}: shape[{i}]") if isinstance(d, Tensor) else d
+                  for i, d in enumerate(shape))
     for d in shape:
         if isinstance(d, SymInt):
             continue
@@ -473,6 +476,10 @@ def _pack_method_args(op, args: tuple) -> tuple:
         if all(isinstance(a, (numbers.Integral, SymInt)) and not isinstance(a, (bool, np.bool_))
                for a in args):  # x.sum(1, True) is axis=1, keepdims=True, not axes (1, True)
             return (tuple(args),)
+        if op.params[pnames[0]].kind == "shape" and all(
+                isinstance(a, (numbers.Integral, SymInt, Tensor))
+                and not isinstance(a, (bool, np.bool_)) for a in args):
+            return (tuple(args),)  # x.reshape(lengths.sum(), -1): a 0-d tensor as a size
     return args
 
 

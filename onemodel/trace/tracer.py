@@ -6,6 +6,7 @@ refusal can name the operation and the user's line.
 """
 from __future__ import annotations
 
+import functools
 import keyword
 import numbers
 import threading
@@ -40,6 +41,23 @@ def prune_unused(graph):
     return graph if len(keep) == len(graph.nodes) else rebuild(graph, keep)
 
 
+def _leaves_the_thread_as_it_was(method):
+    """Any failure inside ``method`` aborts the trace (see `Tracer.abort`), so a Tracer used
+    without a `with` block never leaves its thread recording after an error. A call from
+    another thread is refused without touching the trace its own thread is recording."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException as exc:
+            if not self._finished and self._owner in (None, threading.get_ident()):
+                self.abort(f"{type(exc).__name__} in Tracer.{method.__name__}: {exc}")
+            raise
+
+    return wrapper
+
+
 class Tracer:
     """Records a function into a graph. Use `om.trace` for a function (one input, or a dict
     of inputs) with the check; use a Tracer directly for other names or code that is not one
@@ -51,7 +69,8 @@ class Tracer:
             traced = tracer.finish()
 
     Recording is per thread and the thread holds the Tracer weakly; any refusal or error inside
-    an op aborts it, leaving the thread as it was (see docs/guide/tracing.md).
+    an op or inside one of its own methods (``input``, ``output``, ``finish``) aborts it, leaving
+    the thread as it was, with or without a ``with`` block (see docs/guide/tracing.md).
     """
 
     def __init__(self) -> None:
@@ -122,6 +141,7 @@ class Tracer:
         self._deactivate()
 
     # -- inputs and outputs ----------------------------------------------------------------------
+    @_leaves_the_thread_as_it_was
     def input(self, name: str, example, *axis_names) -> Tensor:
         """Declare a graph input; each axis gets a symbolic name or None (fixed)."""
         self._check_usable()
@@ -194,6 +214,7 @@ class Tracer:
                         f"symbolic axis's example size must differ from every other axis. Use "
                         f"an example of size {suggestion} on this axis.")
 
+    @_leaves_the_thread_as_it_was
     def output(self, name: str, tensor: Tensor) -> None:
         """Declare a graph output."""
         self._check_usable()
@@ -205,6 +226,7 @@ class Tracer:
             raise TraceException(f"output name {name!r} is used twice")
         self.outputs.append((name, self._value_of(tensor)))
 
+    @_leaves_the_thread_as_it_was
     def finish(self, prune: bool = True):
         """Stop recording and return the TracedModel. ``prune`` drops recorded nodes whose
         results nothing uses (a tensor made and never used); `om.trace` prunes after its check,
@@ -213,7 +235,6 @@ class Tracer:
 
         self._check_usable()
         self._deactivate()
-        self._finished = True
         if not self.outputs:
             raise TraceException("the trace has no outputs; call tracer.output(name, tensor)")
         for t, vname, version in self._constants.values():
@@ -221,6 +242,7 @@ class Tracer:
                 raise TraceException(f"the constant %{vname} (a parameter or buffer) changed "
                                      f"during the trace; module state must not change while "
                                      f"tracing")
+        self._finished = True
         graph = self._named_graph()
         return TracedModel(prune_unused(graph) if prune else graph)
 

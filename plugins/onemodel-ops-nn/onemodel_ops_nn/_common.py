@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from onemodel.core import DType, TensorType, promote_types
+from onemodel.core.guards import require
 from onemodel.core.symbolic import Dim
 from onemodel.core.types import same_dim
 from onemodel.errors import OpError
@@ -58,6 +59,23 @@ def pair(op: str, name: str, value, minimum: int = 0) -> tuple:
 def check_dim(op: str, what: str, got, want) -> None:
     if not same_dim(got, want):
         raise OpError(f"ops.{op}: {what} is {got}, expected {want}")
+
+
+def require_window(op: str, axis: str, size, kernel, dilation, pad_before, pad_after,
+                   slack=0) -> None:
+    """On a symbolic axis, the window (``dilation * (kernel - 1) + 1`` wide) must fit in the
+    input and its padding, less ``slack`` (``stride - 1`` in ceil mode, where a last partial
+    window counts): the graph's guard for what `check_positive_size` checks on a fixed axis,
+    so a session refuses a too-short input by name instead of a backend computing an empty or
+    negative size."""
+    if not any(isinstance(v, Dim) for v in (size, kernel, dilation, pad_before, pad_after)):
+        return
+    extent = dilation * (kernel - 1) + 1
+    pads = pad_before + pad_after
+    padded = f", padding {pads}" if not isinstance(pads, int) or pads else ""
+    require(extent - pads - slack, size,
+            f"the window of ops.{op} along the {axis} (kernel {kernel}, dilation {dilation}"
+            f"{padded}) must fit in the input")
 
 
 def check_positive_size(op: str, what: str, size) -> None:

@@ -21,7 +21,8 @@ from onemodel.core import TensorType
 from onemodel.core.symbolic import Dim
 from onemodel.registry import OpDef, OpTraits, Param, Sample
 
-from ._common import as_dtype, check_dim, check_positive_size, float_dtype, pair, result_dtype
+from ._common import (as_dtype, check_dim, check_positive_size, float_dtype, pair,
+                      require_window, result_dtype)
 from .costs import conv2d_cost
 
 
@@ -54,6 +55,8 @@ def _infer(x: TensorType, weight: TensorType, bias: TensorType | None, stride, p
         if bias.ndim != 1:
             raise ValueError(f"bias must be 1-d (out,), got {bias}")
         check_dim("conv2d", f"the size of bias {bias}", bias.shape[0], o)
+    require_window("conv2d", "height", h, kh, dh, ph, ph)
+    require_window("conv2d", "width", w, kw, dw, pw, pw)
     ho = _out_size(h, kh, sh, ph, dh)
     wo = _out_size(w, kw, sw, pw, dw)
     check_positive_size("conv2d", "the output height", ho)

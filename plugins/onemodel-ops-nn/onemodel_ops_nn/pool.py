@@ -15,7 +15,7 @@ from onemodel.core.symbolic import Dim
 from onemodel.errors import OpError
 from onemodel.registry import OpDef, OpTraits, Param, Sample
 
-from ._common import check_positive_size, float_dtype, pair
+from ._common import check_positive_size, float_dtype, pair, require_window
 from .costs import pool_cost
 
 
@@ -69,6 +69,9 @@ def _pool_infer(op):
         (kh, kw), (sh, sw), (pt, pl, pb, pr), (dh, dw) = _pool_params(op, kernel_size, stride,
                                                                       padding, dilation)
         n, c, h, w = x.shape
+        # in ceil mode a last window that starts inside the input counts (see `_out_size`)
+        require_window(op, "height", h, kh, dh, pt, pb, sh - 1 if ceil_mode else 0)
+        require_window(op, "width", w, kw, dw, pl, pr, sw - 1 if ceil_mode else 0)
         ho = _out_size(op, h, kh, sh, pt, pb, dh, ceil_mode)
         wo = _out_size(op, w, kw, sw, pl, pr, dw, ceil_mode)
         check_positive_size(op, "the output height", ho)
