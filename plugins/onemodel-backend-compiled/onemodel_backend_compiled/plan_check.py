@@ -85,26 +85,44 @@ class _Ins:
             self.fail(f"{name} (field {i}) is {v}, not one of {sorted(allowed)}")
         return v
 
-    def region(self, i: int, name: str, dims, extra: int = 0, optional: bool = False) -> None:
-        """The address in field ``i`` with ``dims`` ((count, stride), ...) from it, and
-        ``extra`` floats more past the last element, inside its buffer."""
+    def address(self, i: int, name: str, optional: bool = False):
+        """``(buffer, offset)`` of the address in field ``i`` (None for -1 where ``optional``):
+        the executor looks its buffer up even where the kernel then ignores it."""
         a = self.f[i]
         if a < 0:
             if optional and a == -1:
-                return
+                return None
             self.fail(f"{name} (field {i}) has no address ({a})")
         buf, off = a >> P.BUF_SHIFT, a & ((1 << P.BUF_SHIFT) - 1)
         if buf >= len(self.sizes):
             self.fail(f"{name} (field {i}) names buffer {buf} of {len(self.sizes)}")
-        if any(c <= 0 for c, _ in dims):
+        return buf, off
+
+    def region(self, i: int, name: str, dims, extra: int = 0, optional: bool = False,
+               write: bool = False) -> None:
+        """The address in field ``i`` with ``dims`` ((count, stride), ...) from it, and
+        ``extra`` floats more past the last element, inside its buffer. A region written
+        (``write``) has every element once: no kernel writes one twice, so its loops are
+        bounded by its buffer."""
+        at = self.address(i, name, optional)
+        if at is None or any(c <= 0 for c, _ in dims):
             return
+        buf, off = at
         end = off + 1 + sum((c - 1) * s for c, s in dims) + extra
         if any(s < 0 for _, s in dims) or end > self.sizes[buf]:
             self.fail(f"{name} (field {i}) spans [{off}, {end}) of buffer {buf}, which "
                       f"holds {self.sizes[buf]} floats")
+        if write:
+            reach = 1
+            for c, s in sorted(((c, s) for c, s in dims if c > 1), key=lambda d: d[1]):
+                if s < reach:
+                    self.fail(f"{name} (field {i}) writes elements more than once (stride "
+                              f"{s} over {c})")
+                reach += (c - 1) * s
 
-    def flat(self, i: int, name: str, n: int, optional: bool = False) -> None:
-        self.region(i, name, [(n, 1)], optional=optional)
+    def flat(self, i: int, name: str, n: int, optional: bool = False,
+             write: bool = False) -> None:
+        self.region(i, name, [(n, 1)], optional=optional, write=write)
 
 
 # -- one check per opcode (the field lists of om_kernels.h, om_split.h, om_conv_gemm.h, ...) --
@@ -117,8 +135,10 @@ def _gemm(c: _Ins) -> None:
     mode = c.code(7, "bias mode", {0, 1, 2})
     if mode:
         c.flat(6, "bias", n if mode == 1 else m)
+    else:
+        c.address(6, "bias", optional=True)
     c.region(8, "residual", [(m, ldr), (n, 1)], optional=True)
-    c.region(10, "C", [(m, ldc), (n, 1)])
+    c.region(10, "C", [(m, ldc), (n, 1)], write=True)
     c.code(12, "activation", GEMM_ACTS)
 
 
@@ -130,7 +150,7 @@ def _bmm(c: _Ins) -> None:
         (7, "B column stride"), (9, "C batch stride")))
     c.region(1, "A", [(nb, sa), (m, lda), (k, 1)])
     c.region(4, "B", [(nb, sb), (k, bk), (n, bn)])
-    c.region(8, "C", [(nb, so), (m, n), (n, 1)])
+    c.region(8, "C", [(nb, so), (m, n), (n, 1)], write=True)
     c.code(13, "activation", GEMM_ACTS)
     c.flat(14, "scratch", _ceil(n, 16) * k)
 
@@ -168,7 +188,7 @@ def _vm(c: _Ins) -> None:
         if opc == VM_LOADI64:
             int_inputs.add(a)
     c.region(5, "output", list(zip(shape, [c.stride(6 + j, f"output stride {j}")
-                                           for j in range(4)])))
+                                           for j in range(4)])), write=True)
     for i in range(nin):
         at = 10 + 5 * i
         st = [c.stride(at + 1 + j, f"input {i} stride {j}") for j in range(4)]
@@ -178,14 +198,14 @@ def _vm(c: _Ins) -> None:
 def _softmax(c: _Ins) -> None:  # x, y, rows, cols
     n = c.count(2, "rows") * c.count(3, "cols")
     c.flat(0, "x", n)
-    c.flat(1, "y", n)
+    c.flat(1, "y", n, write=True)
 
 
 def _layer_norm(c: _Ins) -> None:  # x, y, rows, cols, gamma, beta, eps
     cols = c.count(3, "cols")
     n = c.count(2, "rows") * cols
     c.flat(0, "x", n)
-    c.flat(1, "y", n)
+    c.flat(1, "y", n, write=True)
     c.flat(4, "gamma", cols, optional=True)
     c.flat(5, "beta", cols, optional=True)
 
@@ -198,7 +218,8 @@ def _attention(c: _Ins) -> None:
     for at, name, rows, cols in ((7, "q", sq, d), (11, "k", sk, d), (15, "v", sk, dv),
                                  (19, "out", sq, dv)):
         s0, s1, ss = (c.stride(at + j, f"{name} stride {j - 1}") for j in (1, 2, 3))
-        c.region(at, name, [(nb0, s0), (nb1, s1), (rows, ss), (cols, 1)])
+        c.region(at, name, [(nb0, s0), (nb1, s1), (rows, ss), (cols, 1)],
+                 write=name == "out")
     c.flat(23, "scratch", _ceil(sk, 16) * d + sq * sk + _ceil(dv, 16) * sk + sq)
     if len(c.f) == 30:  # I_ATTN_MASK
         s0, s1, mr, mc = (c.stride(24 + j, f"mask stride {j - 1}") for j in (1, 2, 3, 4))
@@ -353,7 +374,7 @@ def _concat(c: _Ins) -> None:  # out, outer, row, nin, (addr, len, offset) * nin
         c.flat(4 + 3 * i, f"input {i}", outer * n)
     if at != row:
         c.fail(f"inputs fill {at} of a row of {row}")
-    c.region(0, "out", [(outer, row), (row, 1)])
+    c.region(0, "out", [(outer, row), (row, 1)], write=True)
 
 
 def _gather(c: _Ins) -> None:  # x, outer, n, inner, idx, nidx, out, negative
