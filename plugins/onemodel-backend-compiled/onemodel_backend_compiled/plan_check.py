@@ -453,7 +453,8 @@ def buffer_sizes(lw, weights) -> list:
     return sizes
 
 
-def _check_loc(loc, sizes, what: str) -> None:
+def _check_loc(loc, sizes, what: str, ints: bool = False) -> None:
+    """A location numpy views (an int64 value's last element is two floats: ``ints``)."""
     from .lower import Loc
 
     if not isinstance(loc, Loc) or type(loc.buf) is not int or type(loc.off) is not int \
@@ -466,7 +467,8 @@ def _check_loc(loc, sizes, what: str) -> None:
     if math.prod(loc.shape) == 0:
         return
     lo = loc.off + sum((d - 1) * s for d, s in zip(loc.shape, loc.strides) if s < 0)
-    hi = loc.off + 1 + sum((d - 1) * s for d, s in zip(loc.shape, loc.strides) if s > 0)
+    hi = loc.off + 1 + sum((d - 1) * s for d, s in zip(loc.shape, loc.strides) if s > 0) \
+        + (1 if ints else 0)
     if lo < 0 or hi > sizes[loc.buf]:
         raise UnsafePlan(f"{what}: spans [{lo}, {hi}) of buffer {loc.buf}, which holds "
                          f"{sizes[loc.buf]} floats")
@@ -513,13 +515,16 @@ def _check(lw, weights) -> None:
                      if isinstance(x, tuple) and x and isinstance(x[0], str)
                      and x[0].startswith("loc")]
             for spec in specs:
-                _check_loc(spec[1] if len(spec) == 2 else None, sizes, f"segment {s}")
+                _check_loc(spec[1] if len(spec) == 2 else None, sizes, f"segment {s}",
+                           spec[0] == "loc_i64")
         else:
             raise UnsafePlan(f"segment {s} is neither native nor numpy")
     if not isinstance(lw.locs, dict):
         raise UnsafePlan("no locations")
     for name, loc in lw.locs.items():
-        _check_loc(loc, sizes, f"value {name!r}")
+        t = lw.types.get(name)
+        _check_loc(loc, sizes, f"value {name!r}",
+                   t is not None and np.dtype(t.dtype.numpy) == np.int64)
 
 
 __all__ = ["check", "check_program", "buffer_sizes", "UnsafePlan", "MAX_ARENA_FLOATS",
