@@ -25,7 +25,7 @@ from onemodel import cache as disk_cache
 from onemodel.core.plan import CompiledGraph
 from onemodel.errors import OneModelError
 
-from . import _native
+from . import _native, plan_check
 from .arena import ALIGN
 from .lower import Lowering
 from .plan import NativePlan
@@ -120,6 +120,8 @@ class NativeGraph(CompiledGraph):
             self._pack(self.graph)  # keys packed already are kept
         lw = Lowering(self.graph, env, output_names, self.weights, self.ops, RULES,
                       self.numpy_kernels)
+        if plan_check.lowered_checks_enabled():  # the tests: no lowered plan is refused
+            plan_check.check(lw, self.weights)
         plan = NativePlan(lw, self.weights, self.pool)
         if cache is not None:
             cache.store(self, env, output_names, lw)

@@ -112,7 +112,15 @@ class NativePlan:
         try:
             return self._idle.pop()
         except IndexError:
+            return self._new_arena()
+
+    def _new_arena(self) -> np.ndarray:
+        """A scratch arena (plan_check bounds its size before a plan is built)."""
+        try:
             return np.empty(self.arena_floats, np.float32)
+        except MemoryError:
+            raise NativeError(f"the compiled plan's scratch arena of {self.arena_floats * 4} "
+                              f"bytes could not be allocated") from None
 
     def run(self, feeds) -> dict:
         if self.pool is None:
@@ -136,7 +144,7 @@ class NativePlan:
         try:
             arena = self._idle.pop()
         except IndexError:
-            arena = np.empty(self.arena_floats, np.float32)
+            arena = self._new_arena()
         try:
             f32 = np.float32
             outs = [np.empty(s, f32) for s in self._out_shapes]

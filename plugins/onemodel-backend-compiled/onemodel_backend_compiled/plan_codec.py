@@ -11,7 +11,6 @@ those, and imports nothing.
 """
 from __future__ import annotations
 
-import math
 import sys
 from types import MappingProxyType
 
@@ -273,34 +272,11 @@ def decode(body, arrays, graph, env, weights, ops, rules, numpy_kernels) -> Lowe
 
 
 def _check(lw: Lowering) -> None:
-    """What native code will trust: every program well formed and every location inside the
-    buffers of a run (weights, arena, feeds, outputs)."""
-    from .lower import Loc, NativeSegment
+    """What native code will trust: every instruction of every program inside the buffers of
+    the run it describes (weights, arena, feeds, outputs), every location too (plan_check)."""
+    from . import plan_check
 
-    n_bufs = 2 + len(lw.feeds) + len(lw.wanted)
-    for seg in lw.segments:
-        if isinstance(seg, NativeSegment):
-            p = seg.program
-            if not isinstance(p, np.ndarray) or p.dtype != np.int64 or p.ndim != 1:
-                raise BadEntry("a program that is not an int64 vector")
-            i, count = 0, 0
-            while i < p.size:  # [opcode, length, fields...] back to back, to the end
-                if i + 1 >= p.size or p[i + 1] < 2:
-                    break
-                i += int(p[i + 1])
-                count += 1
-            if i != p.size or count != len(seg.instructions) \
-                    or len(seg.instructions) != len(seg.nodes):
-                raise BadEntry("a program with a malformed instruction")
-    for loc in lw.locs.values():
-        if not isinstance(loc, Loc) or not 0 <= loc.buf < n_bufs or loc.off < 0 \
-                or (loc.buf == 1 and loc.off + _extent(loc) > lw.arena.size):
-            raise BadEntry("a location outside the run's buffers")
-
-
-def _extent(loc) -> int:
-    return 1 + sum((d - 1) * abs(s) for d, s in zip(loc.shape, loc.strides)) if \
-        math.prod(loc.shape) else 0
+    plan_check.check(lw, lw.weights)
 
 
 __all__ = ["encode", "decode", "encode_value", "decode_value", "NotCacheable", "BadEntry"]

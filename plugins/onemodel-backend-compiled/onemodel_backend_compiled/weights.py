@@ -64,6 +64,12 @@ class WeightBlock:
         return self.offset(("panels", name), lambda: pack_panels(b_kn_fn()))
 
     @property
+    def used(self) -> int:
+        """The floats holding entries: every constant a plan reads lies below this (the
+        array past it is room to grow; plan_check bounds a loaded plan by it)."""
+        return self._size
+
+    @property
     def nbytes(self) -> int:
         return self.array.nbytes
 

@@ -8,6 +8,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+# every plan lowered here (and in the tests' subprocesses) is validated as a loaded one is
+# (plan_check.py): a legitimate plan the validator refused would fail its test
+os.environ.setdefault("ONEMODEL_CHECK_LOWERED_PLANS", "1")
+
 
 @pytest.fixture(params=["native", "generic"])
 def isa(request):

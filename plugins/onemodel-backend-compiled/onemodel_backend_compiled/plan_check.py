@@ -1,0 +1,531 @@
+"""What the native executor may trust from a plan: every instruction checked against the
+buffers of the run that will execute it, before any native code runs it.
+
+The executor (csrc/om_kernels.h and the headers it includes) checks nothing: an address past its
+buffer, a negative size, a VM register past the end or a stride that walks off a buffer crashes
+the process or writes over memory. A plan lowered in this process is right by construction; a
+plan read from the on-disk cache (plan_cache.py) is data from a file, so `check` is called on it
+(plan_codec's decode), and a plan that fails raises `UnsafePlan` (a `plan_codec.BadEntry`: the
+entry is discarded and the signature lowered anew). With $ONEMODEL_CHECK_LOWERED_PLANS set to 1
+(the test suites do) every plan lowered is checked too, which is how the tests show that no plan
+the lowering makes is refused.
+
+Per instruction (one check function per opcode, `CHECKS`): the length its opcode has; every
+size field a count in [1, MAX_COUNT], every stride and padding in [0, MAX_COUNT]; every address
+inside its buffer with the whole extent the C kernel reads or writes through it (rows, columns,
+strides, channels, windows, groups, heads, the scratch each kernel lays out, including the
+slack its vector loops read past a row), for the sizes of THIS run: the weight block's used
+floats, the arena the plan declares, each feed and each output as the run's shapes make them
+(a plan stored for another batch reads past the feeds and is refused); the geometry of windows
+(an output size that is what the input, window, stride, padding and dilation give); activation,
+mode and flag codes that the kernels know; VM registers, inputs and constants in range. The
+arena itself must be an int in [0, MAX_ARENA_FLOATS] (checked before anything is allocated).
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from onemodel.errors import OneModelError
+
+from . import program as P
+from .plan_codec import BadEntry
+
+#: the largest scratch arena a plan may declare, in float32 elements (16 GiB)
+MAX_ARENA_FLOATS = 1 << 32
+#: the largest count, stride or padding in an instruction (an offset's 40 bits)
+MAX_COUNT = (1 << P.BUF_SHIFT) - 1
+#: a pool's window per axis (a convolution's is bounded by its scratch)
+MAX_WINDOW = 1 << 16
+#: the VM's limits (csrc/om_program.h)
+VM_MAXREG, VM_MAXIN, VM_MAXCONST = 16, 16, 32
+VM_OPCODES = frozenset(range(1, 25)) | frozenset(range(30, 37))
+VM_LOAD, VM_CONST, VM_LOADI64 = 1, 2, 30
+GEMM_ACTS = frozenset(range(6))        # store_tile / store16 (om_kernels.h)
+CONV_ACTS = frozenset(range(10))       # act_rows, with parameters
+#: set to 1 to check every plan lowered in this process as well (the tests do)
+ENV_FLAG = "ONEMODEL_CHECK_LOWERED_PLANS"
+
+
+class UnsafePlan(BadEntry, OneModelError):
+    """A plan the native executor must not run (names the instruction and the field)."""
+
+
+def lowered_checks_enabled() -> bool:
+    return os.environ.get(ENV_FLAG, "") == "1"
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b) * b
+
+
+class _Ins:
+    """One instruction being checked: its fields and the run's buffer sizes."""
+
+    def __init__(self, fields: list, sizes: list, where: str) -> None:
+        self.f, self.sizes, self.where = fields, sizes, where
+
+    def fail(self, what: str):
+        raise UnsafePlan(f"{self.where}: {what}")
+
+    def count(self, i: int, name: str, lo: int = 1, hi: int = MAX_COUNT) -> int:
+        v = self.f[i]
+        if not lo <= v <= hi:
+            self.fail(f"{name} (field {i}) is {v}, not in [{lo}, {hi}]")
+        return v
+
+    def stride(self, i: int, name: str) -> int:
+        return self.count(i, name, 0)
+
+    def code(self, i: int, name: str, allowed) -> int:
+        v = self.f[i]
+        if v not in allowed:
+            self.fail(f"{name} (field {i}) is {v}, not one of {sorted(allowed)}")
+        return v
+
+    def address(self, i: int, name: str, optional: bool = False):
+        """``(buffer, offset)`` of the address in field ``i`` (None for -1 where ``optional``):
+        the executor looks its buffer up even where the kernel then ignores it."""
+        a = self.f[i]
+        if a < 0:
+            if optional and a == -1:
+                return None
+            self.fail(f"{name} (field {i}) has no address ({a})")
+        buf, off = a >> P.BUF_SHIFT, a & ((1 << P.BUF_SHIFT) - 1)
+        if buf >= len(self.sizes):
+            self.fail(f"{name} (field {i}) names buffer {buf} of {len(self.sizes)}")
+        return buf, off
+
+    def region(self, i: int, name: str, dims, extra: int = 0, optional: bool = False,
+               write: bool = False) -> None:
+        """The address in field ``i`` with ``dims`` ((count, stride), ...) from it, and
+        ``extra`` floats more past the last element, inside its buffer. A region written
+        (``write``) has every element once: no kernel writes one twice, so its loops are
+        bounded by its buffer."""
+        at = self.address(i, name, optional)
+        if at is None or any(c <= 0 for c, _ in dims):
+            return
+        buf, off = at
+        end = off + 1 + sum((c - 1) * s for c, s in dims) + extra
+        if any(s < 0 for _, s in dims) or end > self.sizes[buf]:
+            self.fail(f"{name} (field {i}) spans [{off}, {end}) of buffer {buf}, which "
+                      f"holds {self.sizes[buf]} floats")
+        if write:
+            reach = 1
+            for c, s in sorted(((c, s) for c, s in dims if c > 1), key=lambda d: d[1]):
+                if s < reach:
+                    self.fail(f"{name} (field {i}) writes elements more than once (stride "
+                              f"{s} over {c})")
+                reach += (c - 1) * s
+
+    def flat(self, i: int, name: str, n: int, optional: bool = False,
+             write: bool = False) -> None:
+        self.region(i, name, [(n, 1)], optional=optional, write=write)
+
+
+# -- one check per opcode (the field lists of om_kernels.h, om_split.h, om_conv_gemm.h, ...) --
+def _gemm(c: _Ins) -> None:
+    # A, lda, M, K, N, Bp, bias, bias_mode, resid, ldr, C, ldc, act
+    lda, m, k, n = c.stride(1, "lda"), c.count(2, "M"), c.count(3, "K"), c.count(4, "N")
+    ldr, ldc = c.stride(9, "ldr"), c.stride(11, "ldc")
+    c.region(0, "A", [(m, lda), (k, 1)])
+    c.flat(5, "packed B", _ceil(n, 16) * k)
+    mode = c.code(7, "bias mode", {0, 1, 2})
+    if mode:
+        c.flat(6, "bias", n if mode == 1 else m)
+    else:
+        c.address(6, "bias", optional=True)
+    c.region(8, "residual", [(m, ldr), (n, 1)], optional=True)
+    c.region(10, "C", [(m, ldc), (n, 1)], write=True)
+    c.code(12, "activation", GEMM_ACTS)
+
+
+def _bmm(c: _Ins) -> None:
+    # nb, A, sa, lda, B, sb, bk, bn, C, so, M, K, N, act, scratch
+    nb, m, k, n = c.count(0, "batches"), c.count(10, "M"), c.count(11, "K"), c.count(12, "N")
+    sa, lda, sb, bk, bn, so = (c.stride(i, s) for i, s in (
+        (2, "A batch stride"), (3, "lda"), (5, "B batch stride"), (6, "B row stride"),
+        (7, "B column stride"), (9, "C batch stride")))
+    c.region(1, "A", [(nb, sa), (m, lda), (k, 1)])
+    c.region(4, "B", [(nb, sb), (k, bk), (n, bn)])
+    c.region(8, "C", [(nb, so), (m, n), (n, 1)], write=True)
+    c.code(13, "activation", GEMM_ACTS)
+    c.flat(14, "scratch", _ceil(n, 16) * k)
+
+
+def _vm(c: _Ins) -> None:
+    # nin, shape[4], out, ostr[4], (addr, str[4]) * nin, ncode, code * 4, nconst, consts
+    f = c.f
+    if len(f) < 11:
+        c.fail("too short for a VM loop")
+    nin = c.count(0, "inputs", 0, VM_MAXIN)
+    base = 10 + 5 * nin
+    if len(f) < base + 2:
+        c.fail("too short for its inputs")
+    ncode = c.count(base, "VM instructions", 1, len(f))
+    at = base + 1 + 4 * ncode
+    if len(f) <= at:
+        c.fail("too short for its VM code")
+    nconst = c.count(at, "constants", 0, VM_MAXCONST)
+    if len(f) != at + 1 + nconst:
+        c.fail(f"{len(f)} fields, its counts say {at + 1 + nconst}")
+    shape = [c.count(1 + j, f"shape[{j}]") for j in range(4)]
+    int_inputs = set()
+    for pc in range(ncode):
+        opc, d, a, b = f[base + 1 + 4 * pc: base + 5 + 4 * pc]
+        name = f"VM instruction {pc}"
+        if opc not in VM_OPCODES:
+            c.fail(f"{name}: unknown VM opcode {opc}")
+        if not (0 <= d < VM_MAXREG and 0 <= b < VM_MAXREG):
+            c.fail(f"{name}: register {d if not 0 <= d < VM_MAXREG else b} past the "
+                   f"{VM_MAXREG} registers")
+        limit, what = ((nin, "input") if opc in (VM_LOAD, VM_LOADI64) else
+                       (nconst, "constant") if opc == VM_CONST else (VM_MAXREG, "register"))
+        if not 0 <= a < limit:
+            c.fail(f"{name}: {what} {a} of {limit}")
+        if opc == VM_LOADI64:
+            int_inputs.add(a)
+    c.region(5, "output", list(zip(shape, [c.stride(6 + j, f"output stride {j}")
+                                           for j in range(4)])), write=True)
+    for i in range(nin):
+        at = 10 + 5 * i
+        st = [c.stride(at + 1 + j, f"input {i} stride {j}") for j in range(4)]
+        c.region(at, f"input {i}", list(zip(shape, st)), extra=1 if i in int_inputs else 0)
+
+
+def _softmax(c: _Ins) -> None:  # x, y, rows, cols
+    n = c.count(2, "rows") * c.count(3, "cols")
+    c.flat(0, "x", n)
+    c.flat(1, "y", n, write=True)
+
+
+def _layer_norm(c: _Ins) -> None:  # x, y, rows, cols, gamma, beta, eps
+    cols = c.count(3, "cols")
+    n = c.count(2, "rows") * cols
+    c.flat(0, "x", n)
+    c.flat(1, "y", n, write=True)
+    c.flat(4, "gamma", cols, optional=True)
+    c.flat(5, "beta", cols, optional=True)
+
+
+def _attention(c: _Ins) -> None:
+    # nb0, nb1, sq, sk, d, dv, scale, q(addr, s0, s1, ss), k(..), v(..), o(..), scratch
+    # [, mask(addr, s0, s1, row, col), is_bool]
+    nb0, nb1, sq, sk, d, dv = (c.count(i, s) for i, s in enumerate(
+        ("batch", "heads", "queries", "keys", "d", "dv")))
+    for at, name, rows, cols in ((7, "q", sq, d), (11, "k", sk, d), (15, "v", sk, dv),
+                                 (19, "out", sq, dv)):
+        s0, s1, ss = (c.stride(at + j, f"{name} stride {j - 1}") for j in (1, 2, 3))
+        c.region(at, name, [(nb0, s0), (nb1, s1), (rows, ss), (cols, 1)],
+                 write=name == "out")
+    c.flat(23, "scratch", _ceil(sk, 16) * d + sq * sk + _ceil(dv, 16) * sk + sq)
+    if len(c.f) == 30:  # I_ATTN_MASK
+        s0, s1, mr, mc = (c.stride(24 + j, f"mask stride {j - 1}") for j in (1, 2, 3, 4))
+        c.region(24, "mask", [(nb0, s0), (nb1, s1), (sq, mr), (sk, mc)])
+        c.code(29, "mask kind", {0, 1})
+
+
+def _pool(c: _Ins) -> None:  # x, NC, H, W, kh, kw, sh, sw, ph, pw, Ho, Wo, out
+    nc, h, w = c.count(1, "channels"), c.count(2, "H"), c.count(3, "W")
+    kh, kw = c.count(4, "kernel height", 1, MAX_WINDOW), c.count(5, "kernel width", 1, MAX_WINDOW)
+    sh, sw = c.count(6, "stride"), c.count(7, "stride")
+    ph, pw = c.count(8, "padding", 0, kh), c.count(9, "padding", 0, kw)
+    ho, wo = c.count(10, "Ho"), c.count(11, "Wo")
+    for size, k, s, p, o, axis in ((h, kh, sh, ph, ho, "height"), (w, kw, sw, pw, wo, "width")):
+        span = size + 2 * p - k
+        # floor mode, or ceil mode (whose last window starts inside the input)
+        if span < 0 or not span // s + 1 <= o <= -(-span // s) + 1:
+            c.fail(f"output {axis} {o} is not what a window of {k}, stride {s} and padding "
+                   f"{p} give on {size}")
+    c.flat(0, "x", nc * h * w)
+    c.flat(12, "out", nc * ho * wo)
+
+
+def _copy(c: _Ins) -> None:  # src, dst, shape[6], sstride[6] (dst contiguous)
+    shape = [c.count(2 + j, f"shape[{j}]") for j in range(6)]
+    st = [c.stride(8 + j, f"stride {j}") for j in range(6)]
+    c.region(0, "source", list(zip(shape, st)))
+    c.flat(1, "destination", math.prod(shape))
+
+
+def _conv_geometry(c: _Ins, h, w, kh, kw, ph, pw, dh, dw, sh, sw, ho, wo) -> None:
+    for size, k, p, d, s, o, axis in ((h, kh, ph, dh, sh, ho, "height"),
+                                      (w, kw, pw, dw, sw, wo, "width")):
+        span = size + 2 * p - (k - 1) * d - 1
+        if span < 0 or o != span // s + 1:
+            c.fail(f"output {axis} {o} is not what a kernel of {k}, dilation {d}, stride {s} "
+                   f"and padding {p} give on {size}")
+
+
+def _prologue(c: _Ins, at: int, channels: int) -> bool:
+    """The batch norm prologue's mean, scale and shift: all three or none."""
+    if all(c.f[at + j] == -1 for j in range(3)):
+        return False
+    for j, name in enumerate(("prologue mean", "prologue scale", "prologue shift")):
+        c.flat(at + j, name, channels)
+    return True
+
+
+def conv_direct_scratch(f: list) -> int:
+    """The floats of scratch conv_direct_range (om_kernels.h) touches for these fields."""
+    n_, cin, h, w, cout, kh, kw, ph, pw = f[1:10]
+    g, ho, wo, pool, sh, sw = f[12], f[13], f[14], f[20], f[21], f[22]
+    cig, cog = cin // g, cout // g
+    k = cig * kh * kw
+    hp = h + 2 * ph
+    strided = sh != 1 or sw != 1
+    if not strided:
+        wp = w + pw
+        plane = hp * wp + pw
+    else:
+        wp = -(-(w + 2 * pw) // sw)
+        plane = -(-hp // sh) * wp
+    nq = (ho - 1) * wp + wo
+    nqr = _ceil(nq, 24)
+    xpn = cig * sh * sw * plane + 24 + wp
+    koff_end = _ceil(xpn, 16) + _ceil(cog, 4) * nqr + 32 + 2 * k
+    if cig == 1 and cog == 1 and not pool and ho * wo <= (256 if strided else 64):
+        return max(koff_end, (hp * (w + 2 * pw) + kh * kw + ho * wo) * 8)  # dw_small
+    return koff_end + (wp * sw + 16 if strided else 0)  # + the phase planes' row buffer
+
+
+def _conv_direct(c: _Ins) -> None:
+    # x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, G, Ho, Wo, wpacked, bias, act, out,
+    # scratch, pool, sh, sw, p0, p1, mean, scale, shift, scratch floats
+    n, cin, h, w, cout = (c.count(i, s) for i, s in ((1, "N"), (2, "Cin"), (3, "H"), (4, "W"),
+                                                     (5, "Cout")))
+    kh, kw = c.count(6, "kernel height"), c.count(7, "kernel width")
+    ph, pw = c.stride(8, "padding"), c.stride(9, "padding")
+    dh, dw, g = c.count(10, "dilation"), c.count(11, "dilation"), c.count(12, "groups")
+    ho, wo = c.count(13, "Ho"), c.count(14, "Wo")
+    sh, sw = c.count(21, "stride"), c.count(22, "stride")
+    if cin % g or cout % g:
+        c.fail(f"{g} groups do not divide {cin} -> {cout} channels")
+    _conv_geometry(c, h, w, kh, kw, ph, pw, dh, dw, sh, sw, ho, wo)
+    pool = c.code(20, "pool", {0, 1})
+    if pool and (ho < 2 or wo < 2):
+        c.fail("a fused 2x2 pool of a map smaller than 2x2")
+    c.code(17, "activation", CONV_ACTS)
+    c.flat(0, "x", n * cin * h * w)
+    c.flat(15, "packed weights", g * _ceil(cout // g, 4) * (cin // g) * kh * kw)
+    c.flat(16, "bias", cout, optional=True)
+    c.flat(18, "out", n * cout * ((ho // 2) * (wo // 2) if pool else ho * wo))
+    _prologue(c, 25, cin)
+    need = conv_direct_scratch(c.f)
+    floats = c.count(28, "scratch floats", need)
+    c.flat(19, "scratch", floats)
+
+
+def _conv1x1(c: _Ins) -> None:  # x, N, Cin, HW, Cout, wpanels, bias, act, out, scratch, p0, p1
+    n, cin, hw, cout = c.count(1, "N"), c.count(2, "Cin"), c.count(3, "HW"), c.count(4, "Cout")
+    c.flat(0, "x", n * cin * hw)
+    c.flat(5, "weight panels", _ceil(cout, 16) * cin)
+    c.flat(6, "bias", cout, optional=True)
+    c.code(7, "activation", CONV_ACTS)
+    c.flat(8, "out", n * cout * hw)
+    c.flat(9, "scratch", _ceil(n * hw * cin, 16) + n * hw * cout)
+
+
+def _conv_gemm(c: _Ins) -> None:
+    # x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, sh, sw, Ho, Wo, wpanels, bias, act, out,
+    # scratch, p0, p1, mean, scale, shift
+    n, cin, h, w, cout = (c.count(i, s) for i, s in ((1, "N"), (2, "Cin"), (3, "H"), (4, "W"),
+                                                     (5, "Cout")))
+    kh, kw = c.count(6, "kernel height"), c.count(7, "kernel width")
+    ph, pw = c.stride(8, "padding"), c.stride(9, "padding")
+    dh, dw, sh, sw = (c.count(i, s) for i, s in ((10, "dilation"), (11, "dilation"),
+                                                  (12, "stride"), (13, "stride")))
+    ho, wo = c.count(14, "Ho"), c.count(15, "Wo")
+    _conv_geometry(c, h, w, kh, kw, ph, pw, dh, dw, sh, sw, ho, wo)
+    k, m = cin * kh * kw, n * ho * wo
+    c.flat(0, "x", n * cin * h * w)
+    c.flat(16, "weight panels", _ceil(cout, 16) * k)
+    c.flat(17, "bias", cout, optional=True)
+    c.code(18, "activation", CONV_ACTS)
+    c.flat(19, "out", n * cout * ho * wo)
+    pro = _prologue(c, 23, cin)
+    padded = ph != 0 or pw != 0 or pro
+    xpn = _ceil(n * cin * (h + 2 * ph) * (w + 2 * pw), 16) if padded else 0
+    mb = min(m, max(6, 98304 // max(k, 1) // 6 * 6))  # om_conv_gemm.h's conv_gemm_rows
+    c.flat(20, "scratch", xpn + _ceil(_ceil(mb, 6) * k, 16) + _ceil(m * cout, 2) + 2 * kh * kw)
+
+
+def _mean_rows(c: _Ins) -> None:  # x, rows, cols, out
+    rows = c.count(1, "rows")
+    c.flat(0, "x", rows * c.count(2, "cols"))
+    c.flat(3, "out", rows)
+
+
+def _concat(c: _Ins) -> None:  # out, outer, row, nin, (addr, len, offset) * nin
+    if len(c.f) < 4:
+        c.fail("too short for a concat")
+    outer, row = c.count(1, "outer"), c.count(2, "row")
+    nin = c.count(3, "inputs", 1)
+    if len(c.f) != 4 + 3 * nin:
+        c.fail(f"{len(c.f)} fields for {nin} inputs")
+    at = 0
+    for i in range(nin):  # the rows of the inputs side by side fill each output row
+        n = c.count(5 + 3 * i, f"input {i} length")
+        if c.f[6 + 3 * i] != at:
+            c.fail(f"input {i} at column {c.f[6 + 3 * i]}, not {at}")
+        at += n
+        c.flat(4 + 3 * i, f"input {i}", outer * n)
+    if at != row:
+        c.fail(f"inputs fill {at} of a row of {row}")
+    c.region(0, "out", [(outer, row), (row, 1)], write=True)
+
+
+def _gather(c: _Ins) -> None:  # x, outer, n, inner, idx, nidx, out, negative
+    outer, n, inner, nidx = (c.count(i, s) for i, s in ((1, "outer"), (2, "rows"),
+                                                        (3, "inner"), (5, "indices")))
+    c.flat(0, "x", outer * n * inner)
+    c.region(4, "indices", [(nidx, 2)], extra=1)  # int64: two floats each
+    c.flat(6, "out", outer * nidx * inner)
+    c.code(7, "negative", {0, 1})
+
+
+def _fail(c: _Ins) -> None:
+    """I_FAIL stops the run (the plan then names the node): nothing to read."""
+
+
+#: opcode -> (fields, or None when variable, check)
+CHECKS = {
+    P.I_GEMM: (13, _gemm), P.I_BMM: (15, _bmm), P.I_VM: (None, _vm),
+    P.I_SOFTMAX: (4, _softmax), P.I_LAYERNORM: (7, _layer_norm),
+    P.I_ATTN: (24, _attention), P.I_ATTN_MASK: (30, _attention),
+    P.I_MAXPOOL: (13, _pool), P.I_AVGPOOL: (13, _pool), P.I_COPY: (14, _copy),
+    P.I_CONV_DIRECT: (29, _conv_direct), P.I_CONV1X1: (12, _conv1x1),
+    P.I_CONV_GEMM: (26, _conv_gemm), P.I_MEAN_ROWS: (4, _mean_rows),
+    P.I_CONCAT: (None, _concat), P.I_GATHER: (8, _gather), P.I_FAIL: (None, _fail),
+}
+
+
+def check_program(program: np.ndarray, sizes: list, where: str = "program") -> int:
+    """Check every instruction of one native program against buffers of ``sizes`` floats;
+    the number of instructions."""
+    if not isinstance(program, np.ndarray) or program.dtype != np.int64 or program.ndim != 1:
+        raise UnsafePlan(f"{where}: not an int64 vector")
+    p = program.tolist()
+    pc = idx = 0
+    while pc < len(p):
+        if pc + 1 >= len(p):
+            raise UnsafePlan(f"{where}: instruction {idx} has no length")
+        op, n = p[pc], p[pc + 1]
+        if not 2 <= n <= len(p) - pc:
+            raise UnsafePlan(f"{where}: instruction {idx} of length {n} past the end")
+        spec = CHECKS.get(op)
+        name = P.NAMES.get(op, op)
+        if spec is None:
+            raise UnsafePlan(f"{where}: instruction {idx} has unknown opcode {op}")
+        fields, fn = spec
+        if fields is not None and n - 2 != fields:
+            raise UnsafePlan(f"{where}: instruction {idx} ({name}) has {n - 2} fields, not "
+                             f"{fields}")
+        fn(_Ins(p[pc + 2: pc + n], sizes, f"{where}: instruction {idx} ({name})"))
+        pc += n
+        idx += 1
+    return idx
+
+
+def arena_floats(lw) -> int:
+    """The arena a plan declares (NativePlan allocates max(16, this)), refused when it is not
+    an int in [0, MAX_ARENA_FLOATS]: before anything is allocated."""
+    size = getattr(lw.arena, "peak", None)
+    if type(size) is not int or not 0 <= size <= MAX_ARENA_FLOATS:
+        raise UnsafePlan(f"arena of {size!r} floats (at most {MAX_ARENA_FLOATS})")
+    return max(16, size)
+
+
+def buffer_sizes(lw, weights) -> list:
+    """The floats of each buffer a run of ``lw`` hands to native code (plan.NativePlan's
+    `buffers`): the weight block's used part, the arena, the feeds as native code reads them
+    (0 for one it does not get), the outputs written directly (0 for the others)."""
+    sizes = [int(weights.used), arena_floats(lw)]
+    for f in lw.feeds:
+        t = lw.types[f]
+        per = {np.dtype(np.float32): 1, np.dtype(np.bool_): 1, np.dtype(np.int64): 2}.get(
+            np.dtype(t.dtype.numpy), 0)
+        sizes.append(per * math.prod(t.shape))
+    for j, w in enumerate(lw.wanted):
+        sizes.append(math.prod(lw.types[w].shape) if lw.direct.get(j) is not None else 0)
+    return sizes
+
+
+def _check_loc(loc, sizes, what: str, ints: bool = False) -> None:
+    """A location numpy views (an int64 value's last element is two floats: ``ints``)."""
+    from .lower import Loc
+
+    if not isinstance(loc, Loc) or type(loc.buf) is not int or type(loc.off) is not int \
+            or not isinstance(loc.shape, tuple) or not isinstance(loc.strides, tuple) \
+            or len(loc.shape) != len(loc.strides) \
+            or not all(type(v) is int for v in loc.shape + loc.strides):
+        raise UnsafePlan(f"{what}: not a location")
+    if not 0 <= loc.buf < len(sizes) or loc.off < 0 or any(d < 0 for d in loc.shape):
+        raise UnsafePlan(f"{what}: outside the run's buffers")
+    if math.prod(loc.shape) == 0:
+        return
+    lo = loc.off + sum((d - 1) * s for d, s in zip(loc.shape, loc.strides) if s < 0)
+    hi = loc.off + 1 + sum((d - 1) * s for d, s in zip(loc.shape, loc.strides) if s > 0) \
+        + (1 if ints else 0)
+    if lo < 0 or hi > sizes[loc.buf]:
+        raise UnsafePlan(f"{what}: spans [{lo}, {hi}) of buffer {loc.buf}, which holds "
+                         f"{sizes[loc.buf]} floats")
+
+
+def check(lw, weights) -> None:
+    """Everything of a lowering native code (and the views over native memory) will trust,
+    for the run it describes; `UnsafePlan` names the first thing that is not."""
+    try:
+        _check(lw, weights)
+    except UnsafePlan:
+        raise
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+        raise UnsafePlan(f"a malformed plan ({type(exc).__name__}: {exc})") from None
+
+
+def _check(lw, weights) -> None:
+    from .lower import NativeSegment, PyStep
+
+    graph = lw.graph
+    out_map = dict(graph.outputs)
+    if lw.feeds != [v.name for v in graph.inputs]:
+        raise UnsafePlan("feeds that are not the graph's inputs")
+    if not isinstance(lw.output_names, list) or any(
+            not isinstance(o, str) or o not in out_map for o in lw.output_names) \
+            or lw.wanted != [out_map[o] for o in lw.output_names]:
+        raise UnsafePlan("outputs that are not the graph's")
+    if not isinstance(lw.direct, dict) or any(
+            type(j) is not int or not 0 <= j < len(lw.wanted) or v != lw.wanted[j]
+            or lw.types[v].dtype.numpy != np.float32 for j, v in lw.direct.items()):
+        raise UnsafePlan("outputs written directly that are not the plan's")
+    sizes = buffer_sizes(lw, weights)
+    if not isinstance(lw.segments, list):
+        raise UnsafePlan("no segment list")
+    for s, seg in enumerate(lw.segments):
+        if isinstance(seg, NativeSegment):
+            n = check_program(seg.program, sizes, f"segment {s}")
+            if not isinstance(seg.instructions, list) or not isinstance(seg.nodes, list) \
+                    or n != len(seg.instructions) or n != len(seg.nodes) \
+                    or not np.array_equal(seg.program, P.assemble(seg.instructions)):
+                raise UnsafePlan(f"segment {s}: its program is not its instructions")
+        elif isinstance(seg, PyStep):
+            specs = [x for x in list(seg.inputs) + list(seg.outputs)
+                     if isinstance(x, tuple) and x and isinstance(x[0], str)
+                     and x[0].startswith("loc")]
+            for spec in specs:
+                _check_loc(spec[1] if len(spec) == 2 else None, sizes, f"segment {s}",
+                           spec[0] == "loc_i64")
+        else:
+            raise UnsafePlan(f"segment {s} is neither native nor numpy")
+    if not isinstance(lw.locs, dict):
+        raise UnsafePlan("no locations")
+    for name, loc in lw.locs.items():
+        t = lw.types.get(name)
+        _check_loc(loc, sizes, f"value {name!r}",
+                   t is not None and np.dtype(t.dtype.numpy) == np.int64)
+
+
+__all__ = ["check", "check_program", "buffer_sizes", "UnsafePlan", "MAX_ARENA_FLOATS",
+           "MAX_COUNT", "MAX_WINDOW", "CHECKS", "lowered_checks_enabled", "ENV_FLAG"]
