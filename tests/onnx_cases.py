@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .project_plugins import is_project
+
 #: claimed cases that fail, with the reason (kept honest by xfail(strict=True))
 KNOWN_FAILURES: dict[str, str] = {
     "test_swiglu_float16_expanded": "float16 Swish runs as float16 sigmoid then a float16 "
@@ -204,8 +206,43 @@ def _run_sets(case: Case, model, data_sets, backend) -> None:
 
 
 def cases_for_claimed() -> list[Case]:
-    """Cases whose base op type is claimed by the import (expanded variants included)."""
-    from onemodel.formats.onnx_import import claimed_op_types
-
-    claimed = claimed_op_types()
+    """Cases whose base op type the project claims (expanded variants included)."""
+    claimed = project_claimed_op_types()
     return [c for c in load_cases() if base_op(c) in claimed]
+
+
+# -- the project's claims and a third party's ---------------------------------------------------
+class ThirdPartyCase(UserWarning):
+    """A case that passes through a third-party plugin's import rule: reported, never pinned."""
+
+
+def _claimants() -> dict[str, set[str]]:
+    """ONNX op type -> the providers of the op records claiming it (the core's built-in rules as
+    the core's distribution)."""
+    from onemodel.formats.onnx_import import BUILTIN_RULES, claimed_rules
+    from onemodel.registry import ops
+
+    records = ops()
+    table = {t: {"onemodel"} for t in BUILTIN_RULES}
+    for op_type, rules in claimed_rules().items():
+        table.setdefault(op_type, set()).update(records[name].provider for name, _ in rules)
+    return table
+
+
+def project_claimed_op_types() -> set[str]:
+    """The op types the project's own distributions claim (tests/project_plugins.py): what the
+    pins in onnx_passing.txt and the coverage check are about."""
+    return {t for t, who in _claimants().items() if any(is_project(p) for p in who)}
+
+
+def third_party_claims(op_types) -> dict[str, list[str]]:
+    """Those of ``op_types`` that a third-party plugin's op record claims, with its providers.
+    A case reading one runs that plugin's rule (alone, or next to the project's), so its outcome
+    is reported, not judged against the project's pins."""
+    table = _claimants()
+    out = {}
+    for t in sorted(op_types):
+        foreign = sorted(p for p in table.get(t, ()) if not is_project(p))
+        if foreign:
+            out[t] = foreign
+    return out

@@ -1,6 +1,7 @@
 """The command line as a newcomer meets it: every table and help page fits an 80-column terminal,
---json everywhere a table is printed, examples keep their lines, ``run`` takes numpy's float64
-files, ``info`` describes a file whose plugin is missing."""
+--json everywhere a table is printed, examples keep their lines, ``run`` casts numpy's float64
+files with ``--cast`` (and only with it: session.run never casts), ``info`` describes a file
+whose plugin is missing."""
 from __future__ import annotations
 
 import json
@@ -32,6 +33,8 @@ def files(tmp_path_factory):
     emb = om.nn.Embedding(10, 4)
     emb.trace(Tensor.zeros(DType.I64, 3, 2), "batch", None).save(tmp / "emb.onemodel")
     np.save(tmp / "ids_float.npy", np.array([[1.0, 2.0], [3.5, 9.0]]))
+    np.save(tmp / "ids_i32.npy", np.array([[1, 2], [3, 9]], np.int32))
+    np.save(tmp / "x_int.npy", np.arange(15, dtype=np.int64).reshape(5, 3))
     return tmp, model, x
 
 
@@ -53,7 +56,7 @@ TABLE_COMMANDS = [
     ["ops"], ["ops", "--long"], ["ops", "layer_norm", "dropout"], ["plugins"],
     ["info", "{m}"], ["info", "{onnx}"],
     ["bench", "{m}", "--runs", "1", "--warmup", "0", "--no-ort"],
-    ["run", "{m}", "--input", "input={x}"], ["cache"],
+    ["run", "{m}", "--input", "input={x}", "--cast"], ["cache"],
 ]
 
 
@@ -78,6 +81,7 @@ def test_help_fits_80_columns(capsys, monkeypatch, command):
     ("info", "  onemodel info model.onemodel\n"),
     ("convert", "  onemodel convert model.onemodel model.onnx\n"),
     ("run", "  onemodel run model.onemodel --input input=x.npy --output-dir out/\n"),
+    ("run", "  onemodel run model.onemodel --input input=x64.npy --cast\n"),
 ])
 def test_help_examples_keep_their_lines(capsys, monkeypatch, command, example):
     _, out, _ = run_cli(capsys, monkeypatch, command, "--help")
@@ -141,29 +145,58 @@ def test_table_wraps_long_cells_within_the_width():
     assert render(["a"], [["b" * 100]], width=None).splitlines()[2] == "b" * 100
 
 
-# -- run: numpy's float64 files -------------------------------------------------------------------
-def test_run_casts_float64_with_a_note_saying_how_much_changed(files, capsys, monkeypatch):
+# -- run: a feed of another dtype is cast only with --cast, as session.run never casts ----------
+REFUSED = [  # model file, .npy file, the model's dtype, the file's
+    ("m.onemodel", "x64.npy", "f32", "float64"),      # numpy's float default, within a kind
+    ("m.onnx", "x_int.npy", "f32", "int64"),          # integers for a float input
+    ("emb.onemodel", "ids_float.npy", "i64", "float64"),
+    ("emb.onemodel", "ids_i32.npy", "i64", "int32"),  # a wider int: still a cast
+]
+
+
+@pytest.mark.parametrize("model_file,npy,want,have", REFUSED, ids=lambda v: str(v))
+def test_run_refuses_another_dtype_without_cast_as_session_run_does(files, capsys, monkeypatch,
+                                                                    model_file, npy, want, have):
+    tmp, _, _ = files
+    code, out, err = run_cli(capsys, monkeypatch, "run", tmp / model_file, "--input",
+                             f"input={tmp / npy}")
+    assert code == 1 and out == ""
+    line = err.strip()
+    assert len(line.splitlines()) == 1, err
+    for part in ("input 'input'", f"takes {want}", f"{tmp / npy} holds {have}", "--cast"):
+        assert part in line, (part, line)
+    load = om.load_onnx if model_file.endswith(".onnx") else om.load
+    with load(tmp / model_file).create_session() as session:  # the API refuses it too
+        with pytest.raises(om.SessionError, match=f"input 'input': expected dtype {want}"):
+            session.run({"input": np.load(tmp / npy)})
+
+
+def test_run_with_cast_converts_with_a_note_saying_how_much_changed(files, capsys, monkeypatch):
     tmp, model, x = files
     code, out, err = run_cli(capsys, monkeypatch, "run", tmp / "m.onemodel", "--input",
-                             f"input={tmp / 'x64.npy'}", "--output-dir", tmp / "out64")
+                             f"input={tmp / 'x64.npy'}", "--output-dir", tmp / "out64", "--cast")
     assert code == 0, err
     assert "float64 cast to f32 (lossy: 15 of 15 values changed, by up to" in err
     expected = model(Tensor.from_numpy(x.astype(np.float32))).numpy()
     np.testing.assert_allclose(np.load(tmp / "out64" / "output.npy"), expected, rtol=1e-6)
     code, out, err = run_cli(capsys, monkeypatch, "run", tmp / "m.onnx", "--input",
-                             f"input={tmp / 'exact64.npy'}")
+                             f"input={tmp / 'exact64.npy'}", "--cast")
     assert code == 0 and "float64 cast to f32 (no value changed)" in err
-
-
-def test_run_across_kinds_needs_cast(files, capsys, monkeypatch):
-    tmp, _, _ = files
-    code, _, err = run_cli(capsys, monkeypatch, "run", tmp / "emb.onemodel", "--input",
-                           f"input={tmp / 'ids_float.npy'}")
-    assert code == 1 and "pass --cast" in err and "float64" in err
+    code, out, err = run_cli(capsys, monkeypatch, "run", tmp / "m.onnx", "--input",
+                             f"input={tmp / 'x_int.npy'}", "--cast")
+    assert code == 0 and "int64 cast to f32 (no value changed)" in err
     code, out, err = run_cli(capsys, monkeypatch, "run", tmp / "emb.onemodel", "--input",
                              f"input={tmp / 'ids_float.npy'}", "--cast")
     assert code == 0, err
     assert "float64 cast to i64 (lossy: 1 of 4 values changed, by up to 0.5)" in err
+
+
+def test_run_of_the_models_dtype_needs_no_cast_and_prints_no_note(files, capsys, monkeypatch):
+    tmp, model, x = files
+    np.save(tmp / "x32.npy", x.astype(np.float32))
+    code, out, err = run_cli(capsys, monkeypatch, "run", tmp / "m.onemodel", "--input",
+                             f"input={tmp / 'x32.npy'}")
+    assert code == 0 and err == "" and "output: f32[5, 2]" in out
 
 
 # -- info: a file whose plugin is missing ---------------------------------------------------------

@@ -7,8 +7,14 @@ tests/onnx_passing.txt, and the list only grows: a pinned case that is refused o
 and an unpinned case that passes fails until it is added. An unpinned claimed case that the
 import refuses is an expected failure (xfail, with the reason), never a skip; a wrong result is
 a failure unless listed in `tests/onnx_cases.KNOWN_FAILURES` (strict xfail). See docs/onnx.md.
+
+The pins are the project's own: a case reading an op type that a third-party plugin claims runs
+that plugin's import rule, so it is reported (a `ThirdPartyCase` warning when it passes, an xfail
+naming the plugin when it does not), never failed (tests/test_third_party_installed.py).
 """
 from __future__ import annotations
+
+import warnings
 
 import pytest
 
@@ -16,8 +22,9 @@ pytest.importorskip("onnx")
 
 import onemodel as om  # noqa: E402
 
-from .onnx_cases import (KNOWN_FAILURES, Refused, Skip, base_op, cases_for_claimed,  # noqa: E402
-                         load_cases, passing, run_case)
+from .onnx_cases import (KNOWN_FAILURES, Refused, Skip, ThirdPartyCase, base_op,  # noqa: E402
+                         cases_for_claimed, load_cases, passing, project_claimed_op_types,
+                         run_case, third_party_claims)
 
 CASES = load_cases()  # every node test onnx ships; those using unclaimed op types skip
 PASSING = passing()
@@ -28,13 +35,17 @@ def _params():
     for case in CASES:
         for backend in BACKENDS:
             marks = []
-            if case.name in KNOWN_FAILURES:
+            if case.name in KNOWN_FAILURES and not third_party_claims(case.op_types):
                 marks.append(pytest.mark.xfail(reason=KNOWN_FAILURES[case.name], strict=True))
             yield pytest.param(case, backend, id=f"{case.name}-{backend}", marks=marks)
 
 
 @pytest.mark.parametrize("case,backend", list(_params()))
 def test_node_case(case, backend):
+    foreign = third_party_claims(case.op_types)
+    if foreign:
+        _report_third_party(case, backend, foreign)
+        return
     pinned = case.name in PASSING
     try:
         run_case(case, backend=backend)
@@ -50,6 +61,21 @@ def test_node_case(case, backend):
         pytest.fail(f"{case.name} passes: add it to tests/onnx_passing.txt (the list only grows)")
 
 
+def _report_third_party(case, backend, foreign: dict[str, list[str]]) -> None:
+    """The outcome of a case run through a third-party import rule is that plugin's: a pass is a
+    warning (not pinned), a refusal or a wrong result an xfail naming the plugin."""
+    rules = "; ".join(f"{t} from {', '.join(who)}" for t, who in foreign.items())
+    try:
+        run_case(case, backend=backend)
+    except Skip as exc:
+        pytest.skip(str(exc))
+    except Exception as exc:  # noqa: BLE001 - refused or wrong: the third party's to fix
+        pytest.xfail(f"reads third-party import rules ({rules}): {type(exc).__name__}: {exc}")
+    warnings.warn(ThirdPartyCase(f"{case.name} on {backend} passes with third-party import rules "
+                                 f"({rules}); not pinned: tests/onnx_passing.txt is the "
+                                 f"project's own"))
+
+
 def test_pinned_cases_exist():
     names = {c.name for c in CASES}
     assert PASSING <= names, f"pinned cases onnx does not ship: {sorted(PASSING - names)}"
@@ -57,14 +83,12 @@ def test_pinned_cases_exist():
 
 
 def test_every_claimed_op_has_cases():
-    """Each ONNX op type the import claims is exercised by at least one backend node case (or
+    """Each ONNX op type the project's plugins claim is exercised by at least one backend node case (or
     is listed here as having none in this onnx release)."""
-    from onemodel.formats.onnx_import import claimed_op_types
-
     claimed_cases = cases_for_claimed()
     without_cases = {"GlobalMaxPool"} - {base_op(c) for c in claimed_cases}
     tested = {base_op(c) for c in claimed_cases}
-    assert claimed_op_types() - tested - without_cases == set()
+    assert project_claimed_op_types() - tested - without_cases == set()
 
 
 def test_onnx_version_is_the_pinned_one():

@@ -77,10 +77,16 @@ def _kernels(name: str, kernels) -> list[str]:
     return sorted(b for (b, o) in kernels if o == name)
 
 
-def table_rows(long: bool = True) -> list[list[str]]:
+def table_rows(long: bool = True, plugins=None) -> list[list[str]]:
+    """One row per op. ``plugins`` (distribution names) keeps only the ops and kernels those
+    provide: the docs' table is the project's own, whatever else is installed."""
     kernels = registry.kernels()
+    if plugins is not None:
+        kernels = {k: rec for k, rec in kernels.items() if _plugin(rec) in plugins}
     rows = []
     for name, op in sorted(registry.ops().items()):
+        if plugins is not None and _plugin(op) not in plugins:
+            continue
         backends = ", ".join(_kernels(name, kernels)) or "-"
         grad = "yes" if op.vjp is not None else "no"
         if long:
@@ -90,8 +96,8 @@ def table_rows(long: bool = True) -> list[list[str]]:
     return rows
 
 
-def ops_markdown() -> str:
-    return render(LONG, table_rows(long=True), markdown=True)
+def ops_markdown(plugins=None) -> str:
+    return render(LONG, table_rows(long=True, plugins=plugins), markdown=True)
 
 
 def describe(name: str) -> dict:

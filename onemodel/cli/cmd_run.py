@@ -14,8 +14,10 @@ def add_parser(sub):
                        description="Run a .onemodel or .onnx model in a session and print each "
                                    "output's shape and a short summary; --output-dir writes them "
                                    "as .npy files.",
-                       epilog="example:\n  onemodel run model.onemodel --input input=x.npy "
-                              "--output-dir out/")
+                       epilog="examples:\n  onemodel run model.onemodel --input input=x.npy "
+                              "--output-dir out/\n"
+                              "  onemodel run model.onemodel --input input=x64.npy --cast\n"
+                              "      (a float64 file for a float32 input: cast, with a note)")
     p.add_argument("file", help="a .onemodel or .onnx file")
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
                    help="an input from a .npy file (repeat for several inputs)")
@@ -28,13 +30,15 @@ def add_parser(sub):
                    help="graph passes before running: none, basic (safe clean-ups) or all "
                         "(fusions too; default)")
     p.add_argument("--cast", action="store_true",
-                   help="convert an input of another kind to the model's dtype (a float file "
-                        "for an int input); float64 to float32 and other casts within a kind "
-                        "happen without it, with a note")
+                   help="convert a file of another dtype to the input's (numpy's float64 for "
+                        "a float32 input, ints for floats...), with a note saying whether any "
+                        "value changed; without it such a file is refused, as session.run "
+                        "refuses the array")
     return p
 
 
-def read_feeds(specs: list[str]) -> dict[str, np.ndarray]:
+def read_feeds(specs: list[str], paths: dict[str, str] | None = None) -> dict[str, np.ndarray]:
+    """The arrays of ``--input NAME=FILE.npy``; ``paths`` (when given) gets each NAME's FILE."""
     feeds = {}
     for spec in specs:
         name, sep, path = spec.partition("=")
@@ -50,14 +54,19 @@ def read_feeds(specs: list[str]) -> dict[str, np.ndarray]:
             raise CliInputError(f"--input {name}: {path} is not a valid .npy file ({exc})") from None
         if not isinstance(feeds[name], np.ndarray):
             raise CliInputError(f"--input {name}: {path} holds several arrays; give one .npy file")
+        if paths is not None:
+            paths[name] = path
     return feeds
 
 
-def cast_feeds(feeds: dict[str, np.ndarray], inputs, allow: bool) -> list[str]:
-    """Feeds converted in place to the dtypes the model takes; returns one note per cast,
-    saying whether values changed. Within a kind (numpy's float64 default for an f32 input)
-    the cast is automatic; across kinds (float to int) only with ``allow`` (--cast)."""
+def cast_feeds(feeds: dict[str, np.ndarray], inputs, allow: bool,
+               paths: dict[str, str] | None = None) -> list[str]:
+    """Feeds converted in place to the dtypes the model takes, only with ``allow`` (--cast):
+    like ``session.run``, the command never casts on its own, within a kind (numpy's float64
+    default for an f32 input) or across kinds. Returns one note per cast, saying whether
+    values changed."""
     notes = []
+    paths = paths or {}
     for info in inputs:
         a = feeds.get(info.name)
         if a is None:
@@ -65,13 +74,15 @@ def cast_feeds(feeds: dict[str, np.ndarray], inputs, allow: bool) -> list[str]:
         want = info.dtype.numpy
         if a.dtype == want:
             continue
+        source = f"the file {paths[info.name]}" if info.name in paths else "the file"
         if a.dtype.kind not in "biuf":
-            raise CliInputError(f"--input {info.name}: the file holds {a.dtype} values; the "
-                                f"model takes {info.dtype} ({want})")
-        if not (allow or np.can_cast(a.dtype, want, casting="same_kind")):
-            raise CliInputError(f"--input {info.name}: the model takes {info.dtype} ({want}), "
-                                f"the file holds {a.dtype}; pass --cast to convert it (values "
-                                f"may change)")
+            raise CliInputError(f"--input {info.name}: input {info.name!r} takes {info.dtype} "
+                                f"({want}); {source} holds {a.dtype} values, which no cast "
+                                f"converts")
+        if not allow:
+            raise CliInputError(f"--input {info.name}: input {info.name!r} takes {info.dtype} "
+                                f"({want}), {source} holds {a.dtype}; pass --cast to convert "
+                                f"it (a note says whether values change)")
         with np.errstate(all="ignore"):
             b = a.astype(want)
             back = b.astype(a.dtype)
@@ -101,10 +112,11 @@ def summary(a: np.ndarray) -> str:
 
 def run(args) -> int:
     traced = load_model(args.file)
-    feeds = read_feeds(args.input)
+    paths: dict[str, str] = {}
+    feeds = read_feeds(args.input, paths)
     with traced.create_session(backend=args.backend, optimization=args.optimization,
                                threads=args.threads) as session:
-        for note in cast_feeds(feeds, session.inputs, args.cast):
+        for note in cast_feeds(feeds, session.inputs, args.cast, paths):
             print(f"note: {note}", file=sys.stderr)
         outputs = session.run(feeds)
         for name, t in outputs.items():

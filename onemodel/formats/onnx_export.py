@@ -20,7 +20,8 @@ A lowering reads the node (``node.op``, ``node.params``) and emits ONNX nodes th
 ``ctx.fresh(hint)``
     A new unique value name based on ``hint``.
 ``ctx.add_initializer(array, hint)``
-    A new initializer holding ``array`` (numpy); returns its name.
+    A new initializer holding ``array`` (numpy); returns its name. One that no node reads in
+    the end is left out of the file (ONNX Runtime would warn about it on every session).
 ``ctx.const(value, dtype=None, hint="const")``
     A small constant (deduplicated): ``dtype`` a `DType`, a numpy dtype or None (numpy's).
 ``ctx.ints(values, hint="ints")``
@@ -406,6 +407,19 @@ def _value_info(onnx, name: str, t: TensorType):
     return onnx.helper.make_tensor_value_info(name, onnx_dtype(t.dtype), shape)
 
 
+def _read_names(nodes) -> set[str]:
+    """Every value name the nodes (and their subgraphs) read. An initializer outside it is
+    dropped: a lowering may leave a constant behind (a folded one's source, a spare zero), and
+    ONNX Runtime warns about each unused initializer on every session."""
+    names: set[str] = set()
+    for n in nodes:
+        names.update(n.input)
+        for a in n.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                names |= _read_names(g.node)
+    return names
+
+
 def _check_opset(opset) -> int:
     top = max_opset()
     if opset is None:
@@ -473,6 +487,8 @@ def to_onnx(graph_or_traced, opset: int | None = None, *, check: bool = True,
         arr = np.asarray(graph.initializers[name])
         ctx.initializers.append(onnx.numpy_helper.from_array(np.require(arr, requirements="C"),
                                                              ctx.name_of(name)))
+    read = _read_names(ctx.nodes) | out_names
+    ctx.initializers = [t for t in ctx.initializers if t.name in read]
     total = sum(t.ByteSize() for t in ctx.initializers)
     if total > 2 ** 31 - 2 ** 24:
         raise OnnxExportError(f"the model's {total} bytes of weights exceed the 2 GiB limit of a "

@@ -65,9 +65,10 @@ def _export_rnn(onnx_type, gates, order, states):
         w = _unsqueeze0(ctx, _reordered(ctx, w_ih, idx, "W"))
         r = _unsqueeze0(ctx, _reordered(ctx, w_hh, idx, "R"))
         b = ""
-        if b_ih or b_hh:
-            zeros = ctx.const(np.zeros(gates * hidden, out_t.dtype.numpy), hint="zero_bias")
-            parts = [_reordered(ctx, v or zeros, idx, "B") for v in (b_ih, b_hh)]
+        if b_ih or b_hh:  # ONNX takes both biases in one tensor: zeros for a missing one
+            parts = [_reordered(ctx, v or ctx.const(np.zeros(gates * hidden, out_t.dtype.numpy),
+                                                    hint="zero_bias"), idx, "B")
+                     for v in (b_ih, b_hh)]
             b = _unsqueeze0(ctx, ctx.make_node("Concat", parts, name="B", axis=0))
         ins = [x, w, r, b, ""] + [_unsqueeze0(ctx, s) if s else "" for s in init]
         while not ins[-1]:
