@@ -7,7 +7,9 @@ The key is a SHA-256 of everything an entry depends on: the graph (structure, pa
 guards, outputs, and a SHA-256 of every constant's bytes), the sizes of the symbolic axes, the
 outputs asked for, the kernel copy in use (``_native.isa()``), this plugin's sources and native
 library and the core's sources (path, size, modification time), numpy's version, and for each
-op of the graph its provider, kernels and traits. A graph with an op registered at run time (no
+op the graph names (its nodes' ops and the members of its fused chains, whose formulas the plan
+compiles) its provider and distribution version, its kernels (by the text of their source
+files) and its traits (the pointwise formula). A graph naming an op registered at run time (no
 installed distribution, so no version) is not cached. A bad entry (truncated, corrupted,
 foreign, another version) is ignored and rewritten; saving never fails a run (a read-only or
 full disk just means no entry).
@@ -104,26 +106,68 @@ def _bytes(a: np.ndarray):
 
 
 def _kernel_id(fn) -> str:
+    """A function by name and by its module's file: path, size, time and a SHA-256 of the text
+    (an edit that keeps the size and time, or a reinstall that keeps the time, still shows)."""
     if fn is None:
         return "-"
     mod = sys.modules.get(getattr(fn, "__module__", None) or "")
-    where = _stat_line(mod.__file__).decode().strip() if getattr(mod, "__file__", None) else "?"
+    path = getattr(mod, "__file__", None)
+    where = f"{_stat_line(path).decode().strip()} {_file_sha(path)}" if path else "?"
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))} [{where}]"
 
 
+_file_shas: dict = {}
+
+
+def _file_sha(path: str) -> str:
+    """SHA-256 of a source file's bytes, once per process and file state."""
+    line = _stat_line(path)
+    sha = _file_shas.get(line)
+    if sha is None:
+        try:
+            with open(path, "rb") as f:
+                sha = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            sha = "unreadable"
+        _file_shas[line] = sha
+    return sha
+
+
+def _named_ops(graph, ops) -> set:
+    """The ops a lowering of ``graph`` may consult: those of its nodes and those its nodes'
+    params name (a fused ``elementwise_chain`` keeps its members as ``(op, args, params)`` in
+    its ``steps`` param; the backend compiles their formulas into the plan)."""
+    found = {n.op for n in graph.nodes}
+    stack = [v for n in graph.nodes for v in n.params.values()]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if v in ops:
+                found.add(v)
+        elif isinstance(v, (tuple, list, set, frozenset)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+    return found
+
+
 def graph_digest(graph, ops, numpy_kernels) -> str | None:
-    """SHA-256 of the graph and of the records of its ops; None when an op has no version
-    (registered at run time: its code may change with no trace)."""
+    """SHA-256 of the graph and of the records of the ops it names (`_named_ops`: fused
+    chains' members too), each by provider and distribution version, kernels (their source
+    text) and traits (the pointwise formula); None when one has no version (registered at run
+    time: its code may change with no trace)."""
     from onemodel import registry
 
-    versioned = {i.label for i in registry.plugins() if i.distribution}
+    versioned = {i.label: f"{i.distribution} {i.version}" for i in registry.plugins()
+                 if i.distribution}
     h = hashlib.sha256()
-    for op in sorted({n.op for n in graph.nodes}):
+    for op in sorted(_named_ops(graph, ops)):
         rec = ops.get(op)
         if rec is None or rec.provider not in versioned:
             return None
         kdef = numpy_kernels.get(op)
-        h.update(f"op {op} {rec.provider} {_kernel_id(rec.kernel)} "
+        h.update(f"op {op} {rec.provider} {versioned[rec.provider]} {_kernel_id(rec.kernel)} "
                  f"{_kernel_id(getattr(kdef, 'kernel', None))} "
                  f"{getattr(kdef, 'provider', None)} {_canon(getattr(rec, 'traits', None))}\n".encode())
     for v in graph.inputs:

@@ -540,3 +540,89 @@ def test_the_codec_round_trips_values_and_refuses_others():
                 {"K": ["numpy", "relu"]}, {"X": 1}, {"A": [0, True]}, [1, 2]):
         with pytest.raises(plan_codec.BadEntry):
             plan_codec.decode_value(bad)
+
+
+# -- what the key covers: the ops inside fused chains, by their records ---------------------------
+_OP_SOURCE = '''
+import numpy as np
+from onemodel.registry import OpDef, OpTraits, Pointwise, Sample, hookimpl
+
+
+def _kernel(x):
+    return {formula}
+
+
+@hookimpl
+def onemodel_ops():
+    return [OpDef(name="cachetest_scale", inputs=("x",), kernel=_kernel, infer=lambda x: x,
+                  vjp=None, samples=lambda rng: [Sample(args=(rng.standard_normal(3),))],
+                  traits=OpTraits(pointwise=Pointwise(formula="{formula}")))]
+'''
+_OP_RUN = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import onemodel as om
+    x = np.linspace(-1, 2, 12, dtype=np.float32).reshape(3, 4)
+    fn = lambda t: om.ops.relu(om.ops.cachetest_scale(t * 2.0 + 0.5))
+    traced = om.trace(fn, om.Tensor.from_numpy(x), "batch", None)
+    s = om.Session(traced, backend="compiled")
+    assert [n.op for n in s.optimized_graph.nodes] == ["elementwise_chain"]
+    out = s.run({"input": x})["output"].numpy()
+    print(json.dumps({"out": out.tolist(), "stats": s._compiled.plan_cache.stats}))
+""")
+
+
+def _install_op(site, version, formula, old=None):
+    """The distribution ``cachetest-ops`` at ``version``, its op's formula (and kernel) being
+    ``formula``: installed into ``site`` as pip would (dist-info with an entry point)."""
+    if old is not None:
+        (site / f"cachetest_ops-{old}.dist-info").rename(
+            site / f"cachetest_ops-{version}.dist-info")
+    info = site / f"cachetest_ops-{version}.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: cachetest-ops\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text("[onemodel]\ncachetest_ops = cachetest_ops\n")
+    module = site / "cachetest_ops.py"
+    stat = module.stat() if module.exists() else None
+    module.write_text(_OP_SOURCE.format(formula=formula))
+    if stat is not None:  # the same size and time: only the text tells the versions apart
+        assert module.stat().st_size == stat.st_size
+        os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def _run_op(site):
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=os.pathsep.join(
+        [str(site)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    proc = subprocess.run([sys.executable, "-c", _OP_RUN], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    return np.array(got["out"], np.float32), got["stats"]
+
+
+def test_a_changed_op_inside_a_fused_chain_misses(cache_dir, tmp_path):
+    """An installed op package changes its pointwise formula (and its version): a new process
+    must not load the plan whose fused chain computed the old formula."""
+    site = tmp_path / "site"
+    site.mkdir()
+    x = np.linspace(-1, 2, 12, dtype=np.float32).reshape(3, 4)
+    want = {k: np.maximum((x * np.float32(2.0) + np.float32(0.5)) * np.float32(k), 0)
+            for k in (3.0, 5.0, 7.0)}
+    _install_op(site, "0.1.0", "x * 3.0")
+    out, stats = _run_op(site)
+    assert stats["stored"] == 1, stats
+    np.testing.assert_allclose(out, want[3.0], rtol=1e-6)
+    out, stats = _run_op(site)
+    assert stats["hits"] == 1, stats  # a versioned third-party op's chain is cached
+    _install_op(site, "0.1.1", "x * 5.0", old="0.1.0")
+    out, stats = _run_op(site)
+    assert stats["misses"] == 1 and stats["hits"] == 0, stats
+    np.testing.assert_allclose(out, want[5.0], rtol=1e-6)
+    _install_op(site, "0.1.1", "x * 7.0")  # edited in place: no new version, same file stat
+    out, stats = _run_op(site)
+    assert stats["misses"] == 1 and stats["hits"] == 0, stats
+    np.testing.assert_allclose(out, want[7.0], rtol=1e-6)
+    out, stats = _run_op(site)
+    assert stats["hits"] == 1, stats
+    np.testing.assert_allclose(out, want[7.0], rtol=1e-6)
