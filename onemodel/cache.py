@@ -145,8 +145,11 @@ def write_entry(namespace: str, name: str, chunks: Iterable[bytes]) -> str:
 
 def touch(path: str) -> None:
     """Mark an entry as used now (eviction removes the least recently used first)."""
-    try:
-        os.utime(path)
+    try:  # the entry itself: a symbolic link under its name is not followed
+        if os.utime in os.supports_follow_symlinks:
+            os.utime(path, follow_symlinks=False)
+        else:
+            os.utime(path)
     except OSError:  # removed meanwhile, or a read-only cache: nothing to mark
         pass
 

@@ -108,6 +108,11 @@ class NativePlan:
         self._feed_args = (self.feed_names[0] if self.feed_native == [True]
                            and lw.types[lw.feeds[0]].dtype.numpy == np.float32 else None)
 
+    def ready_arena(self) -> None:
+        """Allocate one arena now (the plan cache does for a loaded plan: a size no memory
+        holds is then a bad entry, not a failing run)."""
+        self._idle.append(np.empty(self.arena_floats, np.float32))
+
     def _arena(self) -> np.ndarray:
         try:
             return self._idle.pop()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import sys
 import threading
 
@@ -168,8 +169,8 @@ def graph_digest(graph, ops, numpy_kernels) -> str | None:
             return None
         kdef = numpy_kernels.get(op)
         h.update(f"op {op} {rec.provider} {versioned[rec.provider]} {_kernel_id(rec.kernel)} "
-                 f"{_kernel_id(getattr(kdef, 'kernel', None))} "
-                 f"{getattr(kdef, 'provider', None)} {_canon(getattr(rec, 'traits', None))}\n".encode())
+                 f"{_kernel_id(getattr(kdef, 'kernel', None))} {getattr(kdef, 'provider', None)} "
+                 f"{_canon(getattr(rec, 'traits', None))}\n".encode())
     for v in graph.inputs:
         h.update(f"in {v}\n".encode())
     for name in sorted(graph.values):
@@ -225,7 +226,11 @@ class PlanCache:
         return hashlib.sha256(text.encode()).hexdigest()
 
     def load(self, ng, env, output_names) -> NativePlan | None:
-        """The stored plan of this signature, bound to ``ng``'s weight block, or None."""
+        """The stored plan of this signature, bound to ``ng``'s weight block, or None. Any
+        failure to read, decode or check a stored entry (`entry_file.EntryError`,
+        `plan_codec.BadEntry`, another `OneModelError`, RecursionError, ValueError, ...) is no
+        error of the run: the entry is removed and the plan lowered anew, and `store` writes
+        it again."""
         key = self.key(ng, env, output_names)
         if key is None:
             return None
@@ -238,16 +243,18 @@ class PlanCache:
             wpath = self.path(wkey, WEIGHTS_PREFIX)
             try:
                 _, (data,) = entry_file.read(wpath, wkey)
-            except (entry_file.EntryError, ValueError) as exc:
-                _remove(wpath)  # a bad block: the next store writes it again
-                raise entry_file.EntryError(f"weights: {exc}") from None
+            except FileNotFoundError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a bad block: the next store writes it
+                _remove(wpath)
+                raise entry_file.EntryError(f"weights: {type(exc).__name__}: {exc}") from None
             plan = self._restore(ng, env, body, arrays, data)
         except FileNotFoundError:
             plan = None
-        except (entry_file.EntryError, plan_codec.BadEntry, OSError, ValueError, TypeError,
-                KeyError, IndexError) as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever the entry holds: lower anew
             self.stats["rejected"] += 1
             self.stats["last_rejection"] = f"{type(exc).__name__}: {exc}"
+            _remove(path)  # a symbolic link or a FIFO goes itself; a directory stays
             plan = None
         if plan is None:
             self.stats["misses"] += 1
@@ -258,18 +265,24 @@ class PlanCache:
         return plan
 
     def _restore(self, ng, env, body, arrays, data) -> NativePlan | None:
+        """The plan, checked whole before this session's weight block adopts the stored one
+        (a failure leaves the block as it was, for the lowering that follows)."""
         layout = plan_codec.decode_value(body["layout"])
         if data.dtype != np.float32 or data.ndim != 1 or not isinstance(layout, list) or any(
                 not isinstance(p, tuple) or len(p) != 2 or type(p[1]) is not int
                 or not 0 <= p[1] <= data.size for p in layout):
             raise plan_codec.BadEntry("malformed weight layout")
-        if not ng.weights.adopt(layout, data):
-            return None  # this session's block was laid out otherwise: lower anew
         from .rules import RULES
 
         lw = plan_codec.decode(body["plan"], arrays, self.graph, env, ng.weights, ng.ops,
                                RULES, ng.numpy_kernels)
+        size = lw.arena.size
+        if type(size) is not int or size < 0:
+            raise plan_codec.BadEntry(f"arena of {size!r} floats")
         plan = NativePlan(lw, ng.weights, ng.pool)
+        plan.ready_arena()  # a size no memory holds fails here, not at the first run
+        if not ng.weights.adopt(layout, data):
+            return None  # this session's block was laid out otherwise: lower anew
         head, _, rest = plan.source.partition("\n")
         plan.source = f"{head}; loaded from the on-disk plan cache\n{rest}"
         return plan
@@ -291,7 +304,7 @@ class PlanCache:
             return
         try:
             wpath = self.path(wkey, WEIGHTS_PREFIX)
-            if os.path.exists(wpath):
+            if _is_regular(wpath):
                 disk.touch(wpath)  # used again: eviction keeps it past the plans it serves
             else:
                 disk.write_entry(NAMESPACE, os.path.basename(wpath),
@@ -302,6 +315,14 @@ class PlanCache:
             self.stats["not_stored"] = f"{type(exc).__name__}: {exc}"
             return
         self.stats["stored"] += 1
+
+
+def _is_regular(path: str) -> bool:
+    """A regular file itself (not a link to one, not a FIFO): an entry `load` would read."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _remove(path: str) -> None:
