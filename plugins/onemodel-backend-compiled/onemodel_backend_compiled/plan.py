@@ -108,11 +108,6 @@ class NativePlan:
         self._feed_args = (self.feed_names[0] if self.feed_native == [True]
                            and lw.types[lw.feeds[0]].dtype.numpy == np.float32 else None)
 
-    def ready_arena(self) -> None:
-        """Allocate one arena now (the plan cache does for a loaded plan: a size no memory
-        holds is then a bad entry, not a failing run)."""
-        self._idle.append(np.empty(self.arena_floats, np.float32))
-
     def _arena(self) -> np.ndarray:
         try:
             return self._idle.pop()
@@ -159,6 +154,11 @@ class NativePlan:
             return dict(zip(self.output_names, outs))
         finally:
             self._idle.append(arena)
+
+    def ready_arena(self) -> None:
+        """Allocate one arena now (the plan cache does for a loaded plan: a size no memory
+        holds is then a bad entry, not a failing run)."""
+        self._idle.append(np.empty(self.arena_floats, np.float32))
 
     def buffers(self, feeds, arena) -> tuple:
         """``(bufs, outs)``: the buffers a native call takes (weights, arena, the feeds as

@@ -31,6 +31,7 @@ from onemodel.core.graph import format_param
 
 from . import _native, entry_file, plan_codec
 from .plan import NativePlan
+from .weights import WeightBlock
 
 NAMESPACE = "compiled"
 #: packed weight blocks are files of their own (``w-<key>``), shared by the plans that read them
@@ -265,20 +266,25 @@ class PlanCache:
         return plan
 
     def _restore(self, ng, env, body, arrays, data) -> NativePlan | None:
-        """The plan, checked whole before this session's weight block adopts the stored one
-        (a failure leaves the block as it was, for the lowering that follows)."""
+        """The plan, decoded and checked against the stored weight block alone (a block of its
+        own), before this session's block adopts the stored one: a failure leaves the
+        session's block as it was, for the lowering that follows."""
         layout = plan_codec.decode_value(body["layout"])
         if data.dtype != np.float32 or data.ndim != 1 or not isinstance(layout, list) or any(
                 not isinstance(p, tuple) or len(p) != 2 or type(p[1]) is not int
                 or not 0 <= p[1] <= data.size for p in layout):
             raise plan_codec.BadEntry("malformed weight layout")
+        stored = WeightBlock()
+        if not stored.adopt(layout, data):
+            raise plan_codec.BadEntry("a weight layout naming a key twice")
         from .rules import RULES
 
-        lw = plan_codec.decode(body["plan"], arrays, self.graph, env, ng.weights, ng.ops,
+        lw = plan_codec.decode(body["plan"], arrays, self.graph, env, stored, ng.ops,
                                RULES, ng.numpy_kernels)
         size = lw.arena.size
         if type(size) is not int or size < 0:
             raise plan_codec.BadEntry(f"arena of {size!r} floats")
+        lw.weights = ng.weights
         plan = NativePlan(lw, ng.weights, ng.pool)
         plan.ready_arena()  # a size no memory holds fails here, not at the first run
         if not ng.weights.adopt(layout, data):
