@@ -10,9 +10,16 @@ library and the core's sources (path, size, modification time), numpy's version,
 op the graph names (its nodes' ops and the members of its fused chains, whose formulas the plan
 compiles) its provider and distribution version, its kernels (by the text of their source
 files) and its traits (the pointwise formula). A graph naming an op registered at run time (no
-installed distribution, so no version) is not cached. A bad entry (truncated, corrupted,
-foreign, another version) is ignored and rewritten; saving never fails a run (a read-only or
-full disk just means no entry).
+installed distribution, so no version) is not cached.
+
+Loading never fails a run either: any failure to read, decode or check an entry (truncated,
+corrupted, foreign, another version, hostile: `entry_file.EntryError`, `plan_codec.BadEntry`,
+any other exception) removes it, the plan is lowered anew and `store` replaces the entry
+atomically. Entries are read only from regular files, without following links or blocking, into
+memory of the session's own (`entry_file`), so a file changed later never reaches a live session.
+Saving never fails a run (a read-only or full disk just means no entry). What someone who can
+write the folder can and cannot do: docs/reliability.md, "The compiled plan cache's threat
+model".
 """
 from __future__ import annotations
 
