@@ -6,7 +6,9 @@ The folder is ``$ONEMODEL_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/onemodel`
 ``ONEMODEL_CACHE_MAX_MB`` bounds each backend's part (default 1024): past it the entries used
 least recently are removed. Each backend owns one sub-folder (its *namespace*) and decides what
 an entry holds; the core only knows files ending in `SUFFIX`, so `clear` never removes anything
-else, even when the folder is set to one holding other files.
+else, even when the folder is set to one holding other files. `entries` lists regular files
+only, and `clear_entries` never follows a symbolic link (it unlinks the link), leaves
+directories, and goes on past what it cannot remove, saying what stayed.
 
 Entries are written whole (a temporary file, then ``os.replace``), so several processes may
 write and read at once: a reader sees an old entry or a new one, never half of one.
@@ -14,6 +16,7 @@ write and read at once: a reader sees an old entry or a new one, never half of o
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Iterable
@@ -94,28 +97,31 @@ class Entry:
 
 
 def entries(namespace: str | None = None) -> list[Entry]:
-    """The entries in the cache (of one namespace or all), most recently used first."""
+    """The entries in the cache (of one namespace or all), most recently used first: regular
+    files only (a link, a FIFO or a folder under an entry's name is no entry; `clear` removes
+    those it may)."""
     root = location()
     try:
         spaces = [namespace] if namespace else sorted(os.listdir(root))
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:  # no folder (or not one): no entries
         return []
     found = []
     for space in spaces:
         folder = os.path.join(root, space)
         try:
             names = os.listdir(folder)
-        except (FileNotFoundError, NotADirectoryError):
+        except OSError:
             continue
         for name in names:
             if not name.endswith(SUFFIX) or name.startswith("."):
                 continue
             path = os.path.join(folder, name)
             try:
-                st = os.stat(path)
-            except FileNotFoundError:  # another process removed it meanwhile
+                st = os.lstat(path)
+            except OSError:  # another process removed it meanwhile
                 continue
-            found.append(Entry(space, path, st.st_size, st.st_mtime))
+            if stat.S_ISREG(st.st_mode):
+                found.append(Entry(space, path, st.st_size, st.st_mtime))
     found.sort(key=lambda e: -e.used)
     return found
 
@@ -145,8 +151,11 @@ def write_entry(namespace: str, name: str, chunks: Iterable[bytes]) -> str:
 
 def touch(path: str) -> None:
     """Mark an entry as used now (eviction removes the least recently used first)."""
-    try:
-        os.utime(path)
+    try:  # the entry itself: a symbolic link under its name is not followed
+        if os.utime in os.supports_follow_symlinks:
+            os.utime(path, follow_symlinks=False)
+        else:
+            os.utime(path)
     except OSError:  # removed meanwhile, or a read-only cache: nothing to mark
         pass
 
@@ -165,40 +174,102 @@ def evict(namespace: str, limit: int | None = None) -> int:
     return removed
 
 
+@attrs.frozen
+class Cleared:
+    """What `clear_entries` did: the paths it removed, and ``(path, reason)`` for each it left."""
+
+    removed: tuple[str, ...]
+    left: tuple[tuple[str, str], ...]
+
+
 def clear(namespace: str | None = None) -> int:
     """Remove every entry (of one namespace or all) and temporary files; returns how many
-    files went. Files not ending in `SUFFIX` are left alone, and so is a folder holding any."""
+    files went (`clear_entries` also says what stayed)."""
+    return len(clear_entries(namespace).removed)
+
+
+def clear_entries(namespace: str | None = None) -> Cleared:
+    """Remove every entry (of one namespace or all) and temporary file, going on past any that
+    cannot go. Only names ending in `SUFFIX` (and temporary files) are touched: a symbolic
+    link or a FIFO under such a name is unlinked itself, never followed; a directory under
+    such a name, and a namespace folder that is a symbolic link, are left and named; so is
+    anything the system refuses to remove. An emptied namespace folder goes too."""
     root = location()
-    removed = sum(_unlink(e.path) for e in entries(namespace))
+    removed: list[str] = []
+    left: list[tuple[str, str]] = []
     try:
-        spaces = [namespace] if namespace else os.listdir(root)
+        spaces = [namespace] if namespace else sorted(os.listdir(root))
     except (FileNotFoundError, NotADirectoryError):
-        return removed
+        return Cleared((), ())
+    except OSError as exc:
+        return Cleared((), ((root, _reason(exc)),))
     for space in spaces:
         folder = os.path.join(root, space)
-        removed += _remove_stale_tmp(folder, 0.0)
+        try:
+            st = os.lstat(folder)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            left.append((folder, _reason(exc)))
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            if os.path.isdir(folder):
+                left.append((folder, "a symbolic link to a folder: not followed"))
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            continue
+        _clear_folder(folder, removed, left)
         try:
             os.rmdir(folder)  # only when empty
         except OSError:
             pass
-    return removed
+    return Cleared(tuple(removed), tuple(left))
+
+
+def _clear_folder(folder: str, removed: list, left: list) -> None:
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError as exc:
+        left.append((folder, _reason(exc)))
+        return
+    for name in names:
+        if not (name.endswith(SUFFIX) and not name.startswith(".")
+                or name.startswith(TMP_PREFIX) and name.endswith(".part")):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                left.append((path, "a directory: not removed"))
+                continue
+            os.unlink(path)  # a link itself, never what it points at
+        except FileNotFoundError:  # another process removed it first
+            continue
+        except OSError as exc:
+            left.append((path, _reason(exc)))
+            continue
+        removed.append(path)
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
 def _remove_stale_tmp(folder: str, age: float = STALE_TMP_S) -> int:
     removed = 0
     try:
         names = os.listdir(folder)
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:
         return 0
     now = time.time()
     for name in names:
         if name.startswith(TMP_PREFIX) and name.endswith(".part"):
             path = os.path.join(folder, name)
             try:
-                if now - os.stat(path).st_mtime >= age:
-                    removed += _unlink(path)
-            except FileNotFoundError:
-                pass
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if not stat.S_ISDIR(st.st_mode) and now - st.st_mtime >= age:
+                removed += _unlink(path)
     return removed
 
 
@@ -206,9 +277,10 @@ def _unlink(path: str) -> int:
     try:
         os.unlink(path)
         return 1
-    except FileNotFoundError:  # another process removed it first
+    except OSError:  # another process removed it first, or it may not go: left in place
         return 0
 
 
 __all__ = ["location", "enabled", "max_bytes", "namespace_dir", "entries", "write_entry",
-           "touch", "evict", "clear", "Entry", "CacheSettingError", "SUFFIX"]
+           "touch", "evict", "clear", "clear_entries", "Cleared", "Entry", "CacheSettingError",
+           "SUFFIX"]

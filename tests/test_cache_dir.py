@@ -155,7 +155,7 @@ def test_cli_cache_shows_and_clears(folder):
     assert code == 0 and out.strip() == f"removed 2 files from {folder}"
     assert cache.entries() == []
     code, out, err = cli("cache", "clear", "--json")
-    assert json.loads(out) == {"location": str(folder), "removed_files": 0}
+    assert json.loads(out) == {"location": str(folder), "removed_files": 0, "not_removed": []}
 
 
 def test_cli_cache_off_and_bad_setting(folder, monkeypatch):
@@ -165,3 +165,74 @@ def test_cli_cache_off_and_bad_setting(folder, monkeypatch):
     monkeypatch.setenv("ONEMODEL_CACHE", "perhaps")
     code, out, err = cli("cache")
     assert code == 1 and err.startswith("onemodel: error: ONEMODEL_CACHE='perhaps'")
+
+
+def _hostile_folder(folder, outside):
+    """Entries among symbolic-link loops, a directory named like an entry, links out of the
+    folder, a FIFO: returns the paths clear must remove, and those it must leave."""
+    ns = folder / "ns"
+    _entry("a", 10, 0)
+    gone = [ns / ("a" + cache.SUFFIX)]
+    loop = ns / ("loop" + cache.SUFFIX)
+    os.symlink(loop, loop)
+    l1, l2 = ns / ("l1" + cache.SUFFIX), ns / ("l2" + cache.SUFFIX)
+    os.symlink(l2, l1)
+    os.symlink(l1, l2)
+    (ns / ("dir" + cache.SUFFIX)).mkdir()
+    (ns / ("dir" + cache.SUFFIX) / ("inner" + cache.SUFFIX)).write_bytes(b"x")
+    outside.mkdir()
+    (outside / "precious").write_text("not the cache's")
+    (outside / ("e" + cache.SUFFIX)).write_bytes(b"x")
+    os.symlink(outside / "precious", ns / ("out" + cache.SUFFIX))
+    os.symlink(outside, ns / ("outdir" + cache.SUFFIX))
+    os.mkfifo(ns / ("fifo" + cache.SUFFIX))
+    (ns / (cache.TMP_PREFIX + "x.part")).mkdir()
+    stale = ns / (cache.TMP_PREFIX + "loop.part")
+    os.symlink(stale, stale)
+    _entry("z", 10, 0)
+    os.symlink(outside, folder / "linked")  # a namespace that is a link: not followed
+    gone += [loop, l1, l2, ns / ("out" + cache.SUFFIX), ns / ("outdir" + cache.SUFFIX),
+             ns / ("fifo" + cache.SUFFIX), stale, ns / ("z" + cache.SUFFIX)]
+    kept = [ns / ("dir" + cache.SUFFIX), ns / (cache.TMP_PREFIX + "x.part"), folder / "linked"]
+    return gone, kept
+
+
+def test_clear_removes_what_it_can_and_names_the_rest(folder, tmp_path):
+    gone, kept = _hostile_folder(folder, tmp_path / "outside")
+    report = cache.clear_entries()
+    assert sorted(report.removed) == sorted(str(p) for p in gone)
+    assert sorted(p for p, _ in report.left) == sorted(str(p) for p in kept)
+    reasons = dict(report.left)
+    assert "directory" in reasons[str(folder / "ns" / ("dir" + cache.SUFFIX))]
+    assert "symbolic link" in reasons[str(folder / "linked")]
+    for p in gone:
+        assert not os.path.lexists(p), p
+    for p in kept:
+        assert os.path.lexists(p), p
+    assert (tmp_path / "outside" / "precious").read_text() == "not the cache's"
+    assert (tmp_path / "outside" / ("e" + cache.SUFFIX)).exists()  # behind the linked folder
+    assert (folder / "ns" / ("dir" + cache.SUFFIX) / ("inner" + cache.SUFFIX)).exists()
+    # the linked namespace is listed (the backend writes through it) but not cleared
+    assert [e.path for e in cache.entries()] == [str(folder / "linked" / ("e" + cache.SUFFIX))]
+    assert cache.clear() == 0  # what stayed is what stays
+
+
+def test_entries_and_evict_step_over_links_and_folders(folder, tmp_path):
+    _hostile_folder(folder, tmp_path / "outside")
+    assert sorted(os.path.basename(e.path) for e in cache.entries("ns")) == [
+        "a" + cache.SUFFIX, "z" + cache.SUFFIX]  # regular files only
+    assert cache.evict("ns", limit=0) == 2  # the two entries; the rest is not theirs to judge
+    assert (tmp_path / "outside" / "precious").exists()
+
+
+def test_cli_cache_clear_reports_what_stayed(folder, tmp_path):
+    gone, kept = _hostile_folder(folder, tmp_path / "outside")
+    code, out, err = cli("cache", "clear")
+    assert code == 1, (out, err)
+    assert out.splitlines()[0] == f"removed {len(gone)} files from {folder}"
+    for p in kept:
+        assert str(p) in err
+    code, out, err = cli("cache", "clear", "--json")
+    data = json.loads(out)
+    assert code == 1 and data["removed_files"] == 0
+    assert sorted(x["path"] for x in data["not_removed"]) == sorted(str(p) for p in kept)

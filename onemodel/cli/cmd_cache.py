@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 from ._table import human_bytes, render
@@ -15,7 +16,10 @@ Backends keep there what is costly to rebuild in a new process (such as a shape
 signature's lowered plan and packed weights). The folder is $ONEMODEL_CACHE_DIR, else
 $XDG_CACHE_HOME/onemodel, else ~/.cache/onemodel; ONEMODEL_CACHE=0 turns the cache off and
 ONEMODEL_CACHE_MAX_MB bounds each backend's part (default 1024; the entries used least recently
-go first). clear removes only the cache's own files (*.omcache).
+go first). clear removes only the cache's own files (*.omcache and temporary files); a symbolic
+link under such a name goes itself, never what it points at. It goes on past what it cannot
+remove (a directory under an entry's name, a backend folder that is a symbolic link, a file
+the system refuses), names each on stderr and exits with 1; 0 when everything went.
 """
 
 
@@ -37,17 +41,27 @@ def _age(seconds: float) -> str:
     return "just now"
 
 
+def _clear(cache, args) -> int:
+    """Remove what can go; 1 when something stayed (each named on stderr, or in the JSON)."""
+    where = cache.location()
+    done = cache.clear_entries()
+    removed = len(done.removed)
+    if args.json:
+        print(json.dumps({"location": where, "removed_files": removed,
+                          "not_removed": [{"path": p, "reason": r} for p, r in done.left]},
+                         indent=2))
+    else:
+        print(f"removed {removed} file{'s' if removed != 1 else ''} from {where}")
+        for path, reason in done.left:
+            print(f"onemodel: not removed: {path} ({reason})", file=sys.stderr)
+    return 1 if done.left else 0
+
+
 def run(args) -> int:
     from .. import cache
 
     if args.action == "clear":
-        where = cache.location()
-        removed = cache.clear()
-        if args.json:
-            print(json.dumps({"location": where, "removed_files": removed}, indent=2))
-        else:
-            print(f"removed {removed} file{'s' if removed != 1 else ''} from {where}")
-        return 0
+        return _clear(cache, args)
     entries = cache.entries()
     spaces: dict[str, list] = {}
     for e in entries:

@@ -9,13 +9,19 @@ The header is ``{"format": FORMAT, "key": ..., "arrays": [{"dtype", "shape", "of
 "nbytes", "crc"}, ...], "body": ...}``. Reading checks everything it can before an array is
 handed out: the magic, sizes against the file's, both checksums, the key asked for, the dtypes
 (plain numeric ones only: nothing is unpickled or executed). Any mismatch is `EntryError`.
+
+Only a regular file is read, opened without following a symbolic link and without blocking (a
+FIFO under an entry's name would otherwise hold the process in ``open`` forever), and every
+array is read into memory of its own: nothing a later change of the file does (truncated, or
+rewritten in place) reaches a session that loaded it, where a shared mapping would give SIGBUS
+or changed numbers.
 """
 from __future__ import annotations
 
 import json
 import math
-import mmap
 import os
+import stat
 import struct
 import zlib
 
@@ -28,8 +34,9 @@ FORMAT = 1
 ALIGN = 64
 #: a header larger than this is not one of ours
 MAX_HEADER = 64 << 20
-#: arrays from this size on are memory-mapped (read-only) instead of read into new memory
-MAP_MIN = 1 << 20
+#: open for reading: never through a symbolic link, never waiting for a writer (FIFOs)
+_OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+               | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
 DTYPES = frozenset(np.dtype(t).str for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
     np.float16, np.float32, np.float64))
@@ -74,7 +81,7 @@ def encode(key: str, body, arrays: list[np.ndarray]) -> list[bytes]:
 def read(path: str, key: str):
     """``(body, arrays)`` of the entry at ``path`` if it is a sound entry for ``key``, else
     `EntryError` (`FileNotFoundError` when there is none)."""
-    with open(path, "rb") as f:
+    with os.fdopen(open_regular(path), "rb") as f:
         size = os.fstat(f.fileno()).st_size
         start = f.read(len(MAGIC) + 8)
         if len(start) < len(MAGIC) + 8 or start[:len(MAGIC)] != MAGIC:
@@ -90,8 +97,8 @@ def read(path: str, key: str):
             raise EntryError("header checksum mismatch")
         try:
             head = json.loads(header)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise EntryError(f"header is not JSON: {exc}") from None
+        except (ValueError, RecursionError) as exc:  # RecursionError: a nesting bomb
+            raise EntryError(f"header is not JSON: {type(exc).__name__}: {exc}") from None
         if not isinstance(head, dict) or head.get("format") != FORMAT:
             raise EntryError("another format version")
         if head.get("key") != key:
@@ -111,6 +118,27 @@ def read(path: str, key: str):
     return head.get("body"), arrays
 
 
+def open_regular(path: str) -> int:
+    """A descriptor of the regular file at ``path`` (`FileNotFoundError` when there is none);
+    `EntryError` for a symbolic link, a FIFO, a directory or a device, found without blocking."""
+    if not getattr(os, "O_NOFOLLOW", 0) and os.path.islink(path):
+        raise EntryError("a symbolic link, not an entry")
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:  # ELOOP: a symbolic link (O_NOFOLLOW); EACCES, ...
+        raise EntryError(f"cannot open it: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise EntryError(f"not a regular file (mode {stat.filemode(mode)})")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _read_array(f, spec, base: int, size: int) -> np.ndarray:
     try:
         dtype, shape = spec["dtype"], spec["shape"]
@@ -125,17 +153,13 @@ def _read_array(f, spec, base: int, size: int) -> np.ndarray:
     if math.prod(shape) * dt.itemsize != nbytes or offset % ALIGN \
             or base + offset + nbytes > size:
         raise EntryError("array record does not fit the file")
-    if nbytes >= MAP_MIN:  # mapped read-only: pages shared with the page cache, no copy
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        a = np.frombuffer(mm, dt, math.prod(shape), base + offset).reshape(shape)
-    else:
-        a = np.empty(shape, dt)
-        f.seek(base + offset)
-        if nbytes and f.readinto(_bytes(a)) != nbytes:
-            raise EntryError("truncated array")
+    a = np.empty(shape, dt)  # read, not mapped: the file may change after (module doc)
+    f.seek(base + offset)
+    if nbytes and f.readinto(_bytes(a)) != nbytes:
+        raise EntryError("truncated array")
     if zlib.crc32(_bytes(a)) != crc:
         raise EntryError("array checksum mismatch")
     return a
 
 
-__all__ = ["encode", "read", "EntryError", "MAGIC", "FORMAT"]
+__all__ = ["encode", "read", "open_regular", "EntryError", "MAGIC", "FORMAT"]

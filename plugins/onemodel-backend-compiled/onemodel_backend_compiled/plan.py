@@ -163,6 +163,11 @@ class NativePlan:
         finally:
             self._idle.append(arena)
 
+    def ready_arena(self) -> None:
+        """Allocate one arena now (the plan cache does for a loaded plan: a size no memory
+        holds is then a bad entry, not a failing run)."""
+        self._idle.append(np.empty(self.arena_floats, np.float32))
+
     def buffers(self, feeds, arena) -> tuple:
         """``(bufs, outs)``: the buffers a native call takes (weights, arena, the feeds as
         native code reads them, the outputs written directly) and those outputs (None for one

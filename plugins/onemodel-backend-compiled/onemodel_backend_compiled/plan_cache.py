@@ -7,16 +7,26 @@ The key is a SHA-256 of everything an entry depends on: the graph (structure, pa
 guards, outputs, and a SHA-256 of every constant's bytes), the sizes of the symbolic axes, the
 outputs asked for, the kernel copy in use (``_native.isa()``), this plugin's sources and native
 library and the core's sources (path, size, modification time), numpy's version, and for each
-op of the graph its provider, kernels and traits. A graph with an op registered at run time (no
-installed distribution, so no version) is not cached. A bad entry (truncated, corrupted,
-foreign, another version) is ignored and rewritten; saving never fails a run (a read-only or
-full disk just means no entry).
+op the graph names (its nodes' ops and the members of its fused chains, whose formulas the plan
+compiles) its provider and distribution version, its kernels (by the text of their source
+files) and its traits (the pointwise formula). A graph naming an op registered at run time (no
+installed distribution, so no version) is not cached.
+
+Loading never fails a run either: any failure to read, decode or check an entry (truncated,
+corrupted, foreign, another version, hostile: `entry_file.EntryError`, `plan_codec.BadEntry`,
+any other exception) removes it, the plan is lowered anew and `store` replaces the entry
+atomically. Entries are read only from regular files, without following links or blocking, into
+memory of the session's own (`entry_file`), so a file changed later never reaches a live session.
+Saving never fails a run (a read-only or full disk just means no entry). What someone who can
+write the folder can and cannot do: docs/reliability.md, "The compiled plan cache's threat
+model".
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import stat
 import sys
 import threading
 
@@ -28,6 +38,7 @@ from onemodel.core.graph import format_param
 
 from . import _native, entry_file, plan_codec
 from .plan import NativePlan
+from .weights import WeightBlock
 
 NAMESPACE = "compiled"
 #: packed weight blocks are files of their own (``w-<key>``), shared by the plans that read them
@@ -104,28 +115,70 @@ def _bytes(a: np.ndarray):
 
 
 def _kernel_id(fn) -> str:
+    """A function by name and by its module's file: path, size, time and a SHA-256 of the text
+    (an edit that keeps the size and time, or a reinstall that keeps the time, still shows)."""
     if fn is None:
         return "-"
     mod = sys.modules.get(getattr(fn, "__module__", None) or "")
-    where = _stat_line(mod.__file__).decode().strip() if getattr(mod, "__file__", None) else "?"
+    path = getattr(mod, "__file__", None)
+    where = f"{_stat_line(path).decode().strip()} {_file_sha(path)}" if path else "?"
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))} [{where}]"
 
 
+_file_shas: dict = {}
+
+
+def _file_sha(path: str) -> str:
+    """SHA-256 of a source file's bytes, once per process and file state."""
+    line = _stat_line(path)
+    sha = _file_shas.get(line)
+    if sha is None:
+        try:
+            with open(path, "rb") as f:
+                sha = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            sha = "unreadable"
+        _file_shas[line] = sha
+    return sha
+
+
+def _named_ops(graph, ops) -> set:
+    """The ops a lowering of ``graph`` may consult: those of its nodes and those its nodes'
+    params name (a fused ``elementwise_chain`` keeps its members as ``(op, args, params)`` in
+    its ``steps`` param; the backend compiles their formulas into the plan)."""
+    found = {n.op for n in graph.nodes}
+    stack = [v for n in graph.nodes for v in n.params.values()]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if v in ops:
+                found.add(v)
+        elif isinstance(v, (tuple, list, set, frozenset)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+    return found
+
+
 def graph_digest(graph, ops, numpy_kernels) -> str | None:
-    """SHA-256 of the graph and of the records of its ops; None when an op has no version
-    (registered at run time: its code may change with no trace)."""
+    """SHA-256 of the graph and of the records of the ops it names (`_named_ops`: fused
+    chains' members too), each by provider and distribution version, kernels (their source
+    text) and traits (the pointwise formula); None when one has no version (registered at run
+    time: its code may change with no trace)."""
     from onemodel import registry
 
-    versioned = {i.label for i in registry.plugins() if i.distribution}
+    versioned = {i.label: f"{i.distribution} {i.version}" for i in registry.plugins()
+                 if i.distribution}
     h = hashlib.sha256()
-    for op in sorted({n.op for n in graph.nodes}):
+    for op in sorted(_named_ops(graph, ops)):
         rec = ops.get(op)
         if rec is None or rec.provider not in versioned:
             return None
         kdef = numpy_kernels.get(op)
-        h.update(f"op {op} {rec.provider} {_kernel_id(rec.kernel)} "
-                 f"{_kernel_id(getattr(kdef, 'kernel', None))} "
-                 f"{getattr(kdef, 'provider', None)} {_canon(getattr(rec, 'traits', None))}\n".encode())
+        h.update(f"op {op} {rec.provider} {versioned[rec.provider]} {_kernel_id(rec.kernel)} "
+                 f"{_kernel_id(getattr(kdef, 'kernel', None))} {getattr(kdef, 'provider', None)} "
+                 f"{_canon(getattr(rec, 'traits', None))}\n".encode())
     for v in graph.inputs:
         h.update(f"in {v}\n".encode())
     for name in sorted(graph.values):
@@ -181,7 +234,11 @@ class PlanCache:
         return hashlib.sha256(text.encode()).hexdigest()
 
     def load(self, ng, env, output_names) -> NativePlan | None:
-        """The stored plan of this signature, bound to ``ng``'s weight block, or None."""
+        """The stored plan of this signature, bound to ``ng``'s weight block, or None. Any
+        failure to read, decode or check a stored entry (`entry_file.EntryError`,
+        `plan_codec.BadEntry`, another `OneModelError`, RecursionError, ValueError, ...) is no
+        error of the run: the entry is removed and the plan lowered anew, and `store` writes
+        it again."""
         key = self.key(ng, env, output_names)
         if key is None:
             return None
@@ -194,16 +251,18 @@ class PlanCache:
             wpath = self.path(wkey, WEIGHTS_PREFIX)
             try:
                 _, (data,) = entry_file.read(wpath, wkey)
-            except (entry_file.EntryError, ValueError) as exc:
-                _remove(wpath)  # a bad block: the next store writes it again
-                raise entry_file.EntryError(f"weights: {exc}") from None
+            except FileNotFoundError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a bad block: the next store writes it
+                _remove(wpath)
+                raise entry_file.EntryError(f"weights: {type(exc).__name__}: {exc}") from None
             plan = self._restore(ng, env, body, arrays, data)
         except FileNotFoundError:
             plan = None
-        except (entry_file.EntryError, plan_codec.BadEntry, OSError, ValueError, TypeError,
-                KeyError, IndexError) as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever the entry holds: lower anew
             self.stats["rejected"] += 1
             self.stats["last_rejection"] = f"{type(exc).__name__}: {exc}"
+            _remove(path)  # a symbolic link or a FIFO goes itself; a directory stays
             plan = None
         if plan is None:
             self.stats["misses"] += 1
@@ -214,18 +273,29 @@ class PlanCache:
         return plan
 
     def _restore(self, ng, env, body, arrays, data) -> NativePlan | None:
+        """The plan, decoded and checked against the stored weight block alone (a block of its
+        own), before this session's block adopts the stored one: a failure leaves the
+        session's block as it was, for the lowering that follows."""
         layout = plan_codec.decode_value(body["layout"])
         if data.dtype != np.float32 or data.ndim != 1 or not isinstance(layout, list) or any(
                 not isinstance(p, tuple) or len(p) != 2 or type(p[1]) is not int
                 or not 0 <= p[1] <= data.size for p in layout):
             raise plan_codec.BadEntry("malformed weight layout")
-        if not ng.weights.adopt(layout, data):
-            return None  # this session's block was laid out otherwise: lower anew
+        stored = WeightBlock()
+        if not stored.adopt(layout, data):
+            raise plan_codec.BadEntry("a weight layout naming a key twice")
         from .rules import RULES
 
-        lw = plan_codec.decode(body["plan"], arrays, self.graph, env, ng.weights, ng.ops,
+        lw = plan_codec.decode(body["plan"], arrays, self.graph, env, stored, ng.ops,
                                RULES, ng.numpy_kernels)
+        size = lw.arena.size
+        if type(size) is not int or size < 0:
+            raise plan_codec.BadEntry(f"arena of {size!r} floats")
+        lw.weights = ng.weights
         plan = NativePlan(lw, ng.weights, ng.pool)
+        plan.ready_arena()  # a size no memory holds fails here, not at the first run
+        if not ng.weights.adopt(layout, data):
+            return None  # this session's block was laid out otherwise: lower anew
         head, _, rest = plan.source.partition("\n")
         plan.source = f"{head}; loaded from the on-disk plan cache\n{rest}"
         return plan
@@ -247,7 +317,7 @@ class PlanCache:
             return
         try:
             wpath = self.path(wkey, WEIGHTS_PREFIX)
-            if os.path.exists(wpath):
+            if _is_regular(wpath):
                 disk.touch(wpath)  # used again: eviction keeps it past the plans it serves
             else:
                 disk.write_entry(NAMESPACE, os.path.basename(wpath),
@@ -258,6 +328,14 @@ class PlanCache:
             self.stats["not_stored"] = f"{type(exc).__name__}: {exc}"
             return
         self.stats["stored"] += 1
+
+
+def _is_regular(path: str) -> bool:
+    """A regular file itself (not a link to one, not a FIFO): an entry `load` would read."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _remove(path: str) -> None:

@@ -153,8 +153,6 @@ class _Decoder:
             if not writeable:
                 a = a.view()
                 a.flags.writeable = False
-            elif not a.flags.writeable:  # memory-mapped read-only (entry_file.MAP_MIN)
-                a = a.copy()
             return a
         if tag == "INIT":
             if x not in self.graph.initializers:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 import textwrap
+import threading
+import zlib
 
 import attrs
 import numpy as np
@@ -20,6 +23,7 @@ from onemodel_backend_compiled.weights import WeightBlock
 import onemodel as om
 from onemodel import Tensor
 from onemodel import cache as disk
+from onemodel.errors import OneModelError
 from tests import session_models as models
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -280,10 +284,9 @@ def test_a_bad_entry_is_ignored_and_rewritten(cache_dir, how):
 
 
 @pytest.mark.parametrize("how", ["none", "weights_byte", "truncated"])
-def test_mapped_weights(cache_dir, monkeypatch, how):
-    """Large arrays (the packed weights) are memory-mapped, not read: same checks, same
-    results, and a plan that lowers a new signature after loading one still works."""
-    monkeypatch.setattr(entry_file, "MAP_MIN", 0)
+def test_loaded_weights(cache_dir, how):
+    """The weight block a session loads is memory of its own (read, not mapped: the file may
+    change after), and a plan that lowers a new signature after loading one still works."""
     shape, traced = _traced("folded")
     feeds = _feeds(shape, 2)
     _, plain = _run(traced, feeds, cache=False)
@@ -292,7 +295,7 @@ def test_mapped_weights(cache_dir, monkeypatch, how):
         _corrupt(_weights(cache_dir)[0], how)
     s, got = _run(traced, feeds)
     assert _stats(s)["hits" if how == "none" else "rejected"] == 1, _stats(s)
-    assert s._compiled.weights.array.flags.writeable is (how != "none")
+    assert s._compiled.weights.array.flags.writeable and s._compiled.weights.array.base is None
     np.testing.assert_array_equal(got["output"], plain["output"])
     other = _feeds((9, 6), 2)  # lowered in this session: new constants past the mapped block
     np.testing.assert_array_equal(s.run(other)["output"].numpy(),
@@ -540,3 +543,307 @@ def test_the_codec_round_trips_values_and_refuses_others():
                 {"K": ["numpy", "relu"]}, {"X": 1}, {"A": [0, True]}, [1, 2]):
         with pytest.raises(plan_codec.BadEntry):
             plan_codec.decode_value(bad)
+
+
+# -- what the key covers: the ops inside fused chains, by their records ---------------------------
+_OP_SOURCE = '''
+import numpy as np
+from onemodel.registry import OpDef, OpTraits, Pointwise, Sample, hookimpl
+
+
+def _kernel(x):
+    return {formula}
+
+
+@hookimpl
+def onemodel_ops():
+    return [OpDef(name="cachetest_scale", inputs=("x",), kernel=_kernel, infer=lambda x: x,
+                  vjp=None, samples=lambda rng: [Sample(args=(rng.standard_normal(3),))],
+                  traits=OpTraits(pointwise=Pointwise(formula="{formula}")))]
+'''
+_OP_RUN = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import onemodel as om
+    x = np.linspace(-1, 2, 12, dtype=np.float32).reshape(3, 4)
+    fn = lambda t: om.ops.relu(om.ops.cachetest_scale(t * 2.0 + 0.5))
+    traced = om.trace(fn, om.Tensor.from_numpy(x), "batch", None)
+    s = om.Session(traced, backend="compiled")
+    assert [n.op for n in s.optimized_graph.nodes] == ["elementwise_chain"]
+    out = s.run({"input": x})["output"].numpy()
+    print(json.dumps({"out": out.tolist(), "stats": s._compiled.plan_cache.stats}))
+""")
+
+
+def _install_op(site, version, formula, old=None):
+    """The distribution ``cachetest-ops`` at ``version``, its op's formula (and kernel) being
+    ``formula``: installed into ``site`` as pip would (dist-info with an entry point)."""
+    if old is not None:
+        (site / f"cachetest_ops-{old}.dist-info").rename(
+            site / f"cachetest_ops-{version}.dist-info")
+    info = site / f"cachetest_ops-{version}.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: cachetest-ops\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text("[onemodel]\ncachetest_ops = cachetest_ops\n")
+    module = site / "cachetest_ops.py"
+    stat = module.stat() if module.exists() else None
+    module.write_text(_OP_SOURCE.format(formula=formula))
+    if stat is not None:  # the same size and time: only the text tells the versions apart
+        assert module.stat().st_size == stat.st_size
+        os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def _run_op(site):
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=os.pathsep.join(
+        [str(site)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    proc = subprocess.run([sys.executable, "-c", _OP_RUN], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    return np.array(got["out"], np.float32), got["stats"]
+
+
+def test_a_changed_op_inside_a_fused_chain_misses(cache_dir, tmp_path):
+    """An installed op package changes its pointwise formula (and its version): a new process
+    must not load the plan whose fused chain computed the old formula."""
+    site = tmp_path / "site"
+    site.mkdir()
+    x = np.linspace(-1, 2, 12, dtype=np.float32).reshape(3, 4)
+    want = {k: np.maximum((x * np.float32(2.0) + np.float32(0.5)) * np.float32(k), 0)
+            for k in (3.0, 5.0, 7.0)}
+    _install_op(site, "0.1.0", "x * 3.0")
+    out, stats = _run_op(site)
+    assert stats["stored"] == 1, stats
+    np.testing.assert_allclose(out, want[3.0], rtol=1e-6)
+    out, stats = _run_op(site)
+    assert stats["hits"] == 1, stats  # a versioned third-party op's chain is cached
+    _install_op(site, "0.1.1", "x * 5.0", old="0.1.0")
+    out, stats = _run_op(site)
+    assert stats["misses"] == 1 and stats["hits"] == 0, stats
+    np.testing.assert_allclose(out, want[5.0], rtol=1e-6)
+    _install_op(site, "0.1.1", "x * 7.0")  # edited in place: no new version, same file stat
+    out, stats = _run_op(site)
+    assert stats["misses"] == 1 and stats["hits"] == 0, stats
+    np.testing.assert_allclose(out, want[7.0], rtol=1e-6)
+    out, stats = _run_op(site)
+    assert stats["hits"] == 1, stats
+    np.testing.assert_allclose(out, want[7.0], rtol=1e-6)
+
+
+# -- an entry someone else wrote: healed, never a hang, a crash or a lie to a live session -------
+def _entry_key(path):
+    """The key an entry's header names (the attacker knows it: it is in the file)."""
+    data = path.read_bytes()
+    (hlen,) = struct.unpack("<Q", data[8:16])
+    return json.loads(data[16:16 + hlen])["key"]
+
+
+def _write_raw(path, key, body_json: str):
+    """An entry whose header holds ``body_json`` as is, with sound checksums and no arrays."""
+    header = (f'{{"format":{entry_file.FORMAT},"key":{json.dumps(key)},"arrays":[],'
+              f'"body":{body_json}}}').encode()
+    head = entry_file.MAGIC + struct.pack("<Q", len(header)) + header + struct.pack(
+        "<I", zlib.crc32(header))
+    path.write_bytes(head + bytes(-len(head) % entry_file.ALIGN))
+
+
+def _rewrite(path, change):
+    """Re-encode the entry at ``path`` with ``change(fields)`` applied to its plan's fields."""
+    key = _entry_key(path)
+    body, arrays = entry_file.read(str(path), key)
+    change(body["plan"]["fields"])
+    path.write_bytes(b"".join(bytes(c) for c in entry_file.encode(key, body, arrays)))
+
+
+def _deep(fields, depth=400):
+    v = 0
+    for _ in range(depth):
+        v = {"T": [v, 1]}
+    fields["segments"] = v
+
+
+def _infinite_arena(fields):
+    fields["arena"]["O"][2] = [["free", {"L": []}], ["top", 0], ["peak", float("inf")]]
+
+
+def _huge_arena(fields):
+    fields["arena"]["O"][2] = [["free", {"L": []}], ["top", 0], ["peak", 1 << 62]]
+
+
+CRAFTED = {
+    "json_bomb": lambda path: _write_raw(path, _entry_key(path), "[" * 200000 + "]" * 200000),
+    "deep_body": lambda path: _rewrite(path, _deep),
+    "infinite_arena": lambda path: _rewrite(path, _infinite_arena),
+    "huge_arena": lambda path: _rewrite(path, _huge_arena),
+    "locs_a_list": lambda path: _rewrite(path, lambda f: f.__setitem__("locs", {"L": []})),
+    "segments_a_number": lambda path: _rewrite(path, lambda f: f.__setitem__("segments", 5)),
+    "no_body": lambda path: _write_raw(path, _entry_key(path), "null"),
+}
+
+
+def _bad_then_healed(cache_dir, traced, feeds, plain, before=None):
+    """A session over the bad entry lowers anew with the right numbers and replaces the entry;
+    the next one loads the new entry."""
+    s, got = _run(traced, feeds)
+    assert _stats(s)["rejected"] == 1 and _stats(s)["stored"] == 1, _stats(s)
+    np.testing.assert_array_equal(got["output"], plain["output"])
+    if before is not None:
+        before()
+    s, got = _run(traced, feeds)
+    assert _stats(s)["hits"] == 1, _stats(s)
+    np.testing.assert_array_equal(got["output"], plain["output"])
+
+
+@pytest.mark.parametrize("how", sorted(CRAFTED))
+def test_a_crafted_entry_is_rebuilt(cache_dir, how):
+    """Entries with sound checksums and the right key whose body is hostile: each session
+    that meets one lowers anew and replaces it, instead of failing until `cache clear`."""
+    shape, traced = _traced("mlp")
+    feeds = _feeds(shape, 2)
+    _, plain = _run(traced, feeds, cache=False)
+    _run(traced, feeds)
+    path, = _files(cache_dir)
+    CRAFTED[how](path)
+    _bad_then_healed(cache_dir, traced, feeds, plain)
+
+
+@pytest.mark.parametrize("error", [plan_codec.BadEntry("an instruction the validator refuses"),
+                                   entry_file.EntryError("stale"),
+                                   OneModelError("does not decode"), RecursionError("deep"),
+                                   ValueError("bad value"), MemoryError("too big"),
+                                   KeyError("field"), AttributeError("field")])
+def test_any_failure_to_decode_rebuilds(cache_dir, monkeypatch, error):
+    """Whatever decoding raises (the per-instruction validator raises BadEntry) means:
+    discard the entry, lower anew, store the new plan."""
+    shape, traced = _traced("mlp")
+    feeds = _feeds(shape, 2)
+    _, plain = _run(traced, feeds, cache=False)
+    _run(traced, feeds)
+
+    def refuse(*args, **kwargs):
+        raise error
+
+    original = plan_codec.decode
+    monkeypatch.setattr(plan_codec, "decode", refuse)
+    _bad_then_healed(cache_dir, traced, feeds, plain,
+                     before=lambda: monkeypatch.setattr(plan_codec, "decode", original))
+
+
+def _special(path, kind, outside):
+    """Put a special file where the entry ``path`` was (its sound bytes kept in ``outside``)."""
+    os.replace(path, outside / "good")
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "link_to_fifo":
+        os.mkfifo(outside / "fifo")
+        os.symlink(outside / "fifo", path)
+    elif kind == "link_to_entry":  # sound bytes, but not a file of the cache's own
+        os.symlink(outside / "good", path)
+    elif kind == "link_loop":
+        os.symlink(path, path)
+    elif kind == "dangling_link":
+        os.symlink(outside / "nothing", path)
+
+
+def _unblock(outside, path):
+    """Open the FIFOs for writing, so a reader stuck in open() gets an end of file."""
+    for fifo in (path, outside / "fifo"):
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+
+
+@pytest.mark.parametrize("which", ["plan", "weights"])
+@pytest.mark.parametrize("kind", ["fifo", "link_to_fifo", "link_to_entry", "link_loop",
+                                  "dangling_link"])
+def test_special_files_are_refused_without_blocking(cache_dir, tmp_path, which, kind):
+    shape, traced = _traced("mlp")
+    feeds = _feeds(shape, 2)
+    _, plain = _run(traced, feeds, cache=False)
+    _run(traced, feeds)
+    path = _files(cache_dir)[0] if which == "plan" else _weights(cache_dir)[0]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    _special(path, kind, outside)
+    result: dict = {}
+
+    def session():
+        try:
+            result["run"] = _run(traced, feeds)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            result["error"] = exc
+
+    worker = threading.Thread(target=session, daemon=True)
+    worker.start()
+    worker.join(30)
+    blocked = worker.is_alive()
+    if blocked:
+        _unblock(outside, path)
+        worker.join(30)
+    assert not blocked, f"a {kind} as the {which} entry blocked the session"
+    assert "error" not in result, result.get("error")
+    s, got = result["run"]
+    np.testing.assert_array_equal(got["output"], plain["output"])
+    assert _stats(s)["rejected"] == 1 and _stats(s)["stored"] == 1, _stats(s)
+    assert path.is_file() and not path.is_symlink()  # replaced by a plain entry
+    assert (outside / "good").exists()  # what a link pointed at is not touched
+    s, got = _run(traced, feeds)
+    assert _stats(s)["hits"] == 1, _stats(s)
+    np.testing.assert_array_equal(got["output"], plain["output"])
+
+
+def test_a_directory_named_like_an_entry(cache_dir):
+    shape, traced = _traced("mlp")
+    feeds = _feeds(shape, 2)
+    _, plain = _run(traced, feeds, cache=False)
+    _run(traced, feeds)
+    path, = _files(cache_dir)
+    path.unlink()
+    path.mkdir()
+    s, got = _run(traced, feeds)
+    np.testing.assert_array_equal(got["output"], plain["output"])
+    assert _stats(s)["rejected"] == 1 and _stats(s)["stored"] == 0, _stats(s)
+    assert "IsADirectoryError" in _stats(s)["not_stored"], _stats(s)
+
+
+_LIVE = textwrap.dedent("""
+    import json, os, sys
+    import numpy as np
+    import onemodel as om
+    model, x, how, folder = om.load(sys.argv[1]), np.load(sys.argv[2]), sys.argv[3], sys.argv[4]
+    s = om.Session(model, backend="compiled")
+    first = s.run({"input": x})["output"].numpy()
+    assert s._compiled.plan_cache.stats["hits"] == 1, s._compiled.plan_cache.stats
+    for name in os.listdir(folder):  # every entry, the weight block too
+        path = os.path.join(folder, name)
+        if how == "truncate":
+            os.truncate(path, 0)
+        else:  # overwritten in place, same size: NaN where the weights were
+            size = os.path.getsize(path)
+            with open(path, "r+b") as f:
+                f.write(np.full(size // 4, np.nan, np.float32).tobytes())
+    again = s.run({"input": x})["output"].numpy()
+    print(json.dumps(bool(np.array_equal(first, again))))
+""")
+
+
+@pytest.mark.parametrize("how", ["truncate", "overwrite"])
+def test_an_entry_changed_under_a_live_session(cache_dir, tmp_path, how):
+    """A session that loaded an entry keeps what it loaded: truncating the file (SIGBUS with a
+    shared mapping) or overwriting it in place (the mapping's pages change) reach it not."""
+    w = Tensor.from_numpy(np.random.default_rng(1).standard_normal((512, 1024))
+                          .astype(np.float32) / 30)
+    traced = om.trace(lambda t: om.ops.relu(om.ops.linear(t, w)),
+                      Tensor.from_numpy(np.ones((2, 1024), np.float32)), "batch", None)
+    traced.save(tmp_path / "m.onemodel")
+    x = np.random.default_rng(2).standard_normal((2, 1024)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    _run(traced, {"input": x})
+    assert _weights(cache_dir)[0].stat().st_size > 1 << 21  # large: the one that was mapped
+    proc = subprocess.run([sys.executable, "-c", _LIVE, str(tmp_path / "m.onemodel"),
+                           str(tmp_path / "x.npy"), how, str(cache_dir / "compiled")],
+                          capture_output=True, text=True, timeout=120, env=os.environ)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) is True
