@@ -35,13 +35,15 @@ def _chain_infer(*types, steps=()):
 
 
 def _plain_pointwise(op, arity: int, x) -> bool:
-    """A pointwise op of ``arity`` without params whose float result stays float."""
+    """A pointwise op of ``arity`` without params whose float result stays float and finite."""
     if op.traits.pointwise is None or op.params or len(op.inputs) != arity:
         return False
     try:
-        return np.asarray(op.kernel(*[x] * arity)).dtype == x.dtype
+        with np.errstate(all="ignore"):
+            out = np.asarray(op.kernel(*[x] * arity))
     except Exception:  # noqa: BLE001 - an op that refuses these inputs is no sample
         return False
+    return out.dtype == x.dtype and bool(np.isfinite(out).all())  # acos(2) is no test
 
 
 def _chain_samples(rng):

@@ -9,17 +9,20 @@ import attrs
 
 from onemodel.registry import hookimpl
 
-from . import (activation, attention, conv, ctc, dropout, embedding, fused, hard, linear, losses,
-               norm, pool, rnn, triangle)
+from . import (activation, activation_more, attention, conv, ctc, dropout, embedding, fused,
+               hard, linear, losses, norm, pool, rnn, triangle)
 from .passes import PASSES
 
+from .onnx_activation_more import ONNX as _ACTIVATION_MORE_ONNX
 from .onnx_mapping import ONNX
+
+ONNX = {**ONNX, **_ACTIVATION_MORE_ONNX}
 
 
 def all_ops():
     ops = (*linear.OPS, *conv.OPS, *pool.OPS, *norm.OPS, *activation.OPS, *dropout.OPS,
            *embedding.OPS, *attention.OPS, *losses.OPS, *ctc.OPS, *hard.OPS, *fused.OPS,
-           *rnn.OPS, *triangle.OPS)
+           *rnn.OPS, *triangle.OPS, *activation_more.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 
