@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import OneModelError, OpError
 from ..registry.records import REQUIRED, OpDef, Param, VjpContext
-from . import eager_cache, tracing_hooks
+from . import eager_cache, foreign, tracing_hooks
 from .autograd import GradNode
 from .dtype import DType, DTypeError
 from .grad_mode import GradMode
@@ -234,9 +234,11 @@ def _to_tensors(op: OpDef, raw: list, names: list[str]) -> list:
             out.append(Tensor._wrap(np.asarray(r, dtype=dt.numpy)))
         elif isinstance(r, (list, tuple)):
             out.append(Tensor._from_data(r))
+        elif foreign.is_array_like(r):  # a torch tensor, a JAX array...: see core/foreign.py
+            out.append(Tensor.from_numpy(foreign.as_array(r, f"ops.{op.name}: input {name!r}")))
         else:
             raise OpError(f"ops.{op.name}: input {name!r} must be a Tensor, an array or a number, "
-                          f"got {type(r).__name__}")
+                          f"got {foreign.type_name(r)}")
     return out
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import ArgumentError, OneModelError, OpError
 from ..registry import REGISTRY, get_op
-from . import autograd, tracing_hooks
+from . import autograd, foreign, tensor_habits, tracing_hooks
 from .dispatch import apply
 from .dtype import DType
 from .grad_mode import GradMode
@@ -235,8 +235,11 @@ class Tensor(metaclass=TensorMeta):
     @classmethod
     def from_numpy(cls, array: np.ndarray) -> "Tensor":
         """Wrap a numpy array (no copy where its dtype is supported as it is)."""
+        if foreign.is_torch_tensor(array):  # t.numpy() as it is: no copy either
+            array = foreign.as_array(array, "Tensor.from_numpy(array): array")
         if not isinstance(array, np.ndarray):
-            raise OpError(f"Tensor.from_numpy expects a numpy array, got {type(array).__name__}")
+            raise OpError(f"Tensor.from_numpy expects a numpy array, got "
+                          f"{foreign.type_name(array)}")
         DType.from_numpy(array.dtype)
         return cls._wrap(array)
 
@@ -257,17 +260,7 @@ class Tensor(metaclass=TensorMeta):
     def ndim(self) -> int:
         return self._data.ndim
 
-    @property
-    def numel(self) -> int:
-        return int(self._data.size)
-
-    def __len__(self) -> int:
-        if not self._data.ndim:
-            raise OpError("len() of a 0-d tensor")
-        n = self.shape[0]
-        if isinstance(n, SymInt):
-            n._refuse("len()", hint="use x.shape[0], which stays symbolic")
-        return n
+    # numel, len, iteration, view, size, .T, to(device)...: PyTorch's habits, in tensor_habits
 
     # -- data ---------------------------------------------------------------------------------------
     def _read(self, what: str) -> None:
@@ -457,13 +450,9 @@ class Tensor(metaclass=TensorMeta):
 
     __str__ = __repr__
 
-    # -- casting -----------------------------------------------------------------------------------
-    def to(self, dtype) -> "Tensor":
-        """This tensor as ``dtype`` (a DType, its name or a numpy dtype), through the op that
-        provides the Tensor method ``cast``."""
-        return apply(_protocol_op("__cast__"), (self, DType.parse(dtype)), {})
 
 
+tensor_habits.install(Tensor)
 for _name, _dtype in CASTS.items():  # after the class: in its body they would shadow builtins
     setattr(Tensor, _name, _caster(_dtype, _name))
 
@@ -508,6 +497,8 @@ def _to_array(data: Any, dtype: DType | None) -> np.ndarray:
         arr = data._data
     elif isinstance(data, np.ndarray):
         arr = data
+    elif foreign.is_torch_tensor(data):  # keeps torch's dtype, as a numpy array would
+        arr = foreign.as_array(data, "making a tensor from it: the data")
     else:
         try:
             arr = np.asarray(data)
