@@ -323,11 +323,18 @@ def _checked_outputs(op: OpDef, out, out_types) -> list:
             raise OpError(f"ops.{op.name}: the kernel of plugin {op.provider} returned "
                           f"{type(raw).__name__} {raw!r:.40}, not an array of {t}: {exc}"
                           ) from None
-        if a.shape != tuple(t.shape):
+        if a.shape != tuple(t.shape) and not _data_sized(a.shape, t.shape):
             raise OpError(f"ops.{op.name}: the kernel of plugin {op.provider} returned shape "
                           f"{a.shape}, but its inference gives {t}")
         arrays_out.append(a)
     return arrays_out
+
+
+def _data_sized(actual: tuple, inferred: tuple) -> bool:
+    """Whether ``actual`` fits an inferred shape whose non-int sizes are *data sizes*: symbols
+    the op's data decides (``nonzero``'s count), which only the kernel's result can tell."""
+    return len(actual) == len(inferred) and all(
+        not isinstance(d, int) or d == n for n, d in zip(actual, inferred))
 
 
 def _results(op, inputs, arrays, arrays_out, params, saved, record, multi):

@@ -374,10 +374,17 @@ class Tensor(metaclass=TensorMeta):
         return self
 
     def __setitem__(self, key, value) -> None:
+        mask = _bool_mask(key)
+        if mask is not None:  # x[x > 0] = 0: the op that provides the __setitem_mask__ protocol
+            self._inplace(_protocol_op("__setitem_mask__"), (mask, value), {}, "__setitem__")
+            return
         op = _protocol_op("__setitem__")
         self._inplace(op, (value,), {"index": _normalize_index(key)}, "__setitem__")
 
     def __getitem__(self, key) -> "Tensor":
+        mask = _bool_mask(key)
+        if mask is not None:  # x[x > 0]: data-dependent, through the __getitem_mask__ protocol
+            return apply(_protocol_op("__getitem_mask__"), (self, mask), {})
         return apply(_protocol_op("__getitem__"), (self,), {"index": _normalize_index(key)})
 
     # -- methods from op records -----------------------------------------------------------------
@@ -472,6 +479,16 @@ def _pack_method_args(op, args: tuple) -> tuple:
     return args
 
 
+def _bool_mask(key):
+    """The mask of boolean-mask indexing (a bool Tensor or numpy array as the whole key), or
+    None."""
+    if isinstance(key, Tensor) and key.dtype == DType.BOOL:
+        return key
+    if isinstance(key, np.ndarray) and key.dtype == np.bool_:
+        return Tensor.from_numpy(key)
+    return None
+
+
 def _normalize_index(key) -> tuple:
     """A canonical, serialisable index: ints, ("slice", start, stop, step), None, "..."."""
     if not isinstance(key, tuple):
@@ -485,8 +502,8 @@ def _normalize_index(key) -> tuple:
         elif isinstance(k, SymInt) or (isinstance(k, numbers.Integral) and not isinstance(k, bool)):
             out.append(k if isinstance(k, SymInt) else int(k))
         elif isinstance(k, Tensor):
-            raise OpError("indexing with a tensor is not supported by [] ; use ops.take (numpy's "
-                          "take) or ops.gather, or ops.where for masks")
+            raise OpError("indexing with an integer tensor is not supported by []; use ops.take "
+                          "(numpy's take) or ops.gather; a bool mask works alone: x[mask]")
         else:
             raise OpError(f"unsupported index {k!r}: use ints, slices, None and ...")
     return tuple(out)

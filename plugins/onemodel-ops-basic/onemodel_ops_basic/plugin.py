@@ -9,7 +9,7 @@ import attrs
 
 from onemodel.registry import hookimpl
 
-from . import (data_shaped, elementwise, factory, gather_nd, index, linalg, matmul_t,
+from . import (data_dependent, data_shaped, elementwise, factory, gather_nd, index, linalg, matmul_t,
                predicates, reduce, shape)
 from .passes import PASSES
 
@@ -18,7 +18,8 @@ from .onnx_mapping import ONNX
 
 def all_ops():
     ops = (*elementwise.OPS, *linalg.OPS, *shape.OPS, *index.OPS, *reduce.OPS, *factory.OPS,
-           *matmul_t.OPS, *gather_nd.OPS, *predicates.OPS, *data_shaped.OPS)
+           *matmul_t.OPS, *gather_nd.OPS, *predicates.OPS, *data_shaped.OPS,
+           *data_dependent.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 
