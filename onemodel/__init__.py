@@ -12,8 +12,8 @@ from . import formats, passes  # noqa: E402,F401  (they register passes and hand
 #                                 what it needs from them: see onemodel/core/layers.py)
 from .trace import TracedModel, Tracer, trace
 from .loading import load, load_onnx
-from .errors import (ArgumentError, FormatError, GraphError, OneModelError, OpError, PluginError,
-                     SessionError, TraceException)
+from .errors import (ArgumentError, FormatError, GraphError, OneModelError, OpError, OpIndexError,
+                     PluginError, SessionError, TraceException)
 from . import nn, optim  # noqa: E402  (after the core: nn and optim build on Tensor)
 
 from ._version import __version__  # noqa: E402
@@ -21,6 +21,6 @@ from ._version import __version__  # noqa: E402
 _sys.modules[__name__ + ".ops"] = ops
 
 __all__ = ["DType", "GradMode", "Tensor", "tensor", "manual_seed", "ops", "registry", "nn", "optim",
-           "OneModelError", "ArgumentError", "OpError", "PluginError", "TraceException", "SessionError",
+           "OneModelError", "ArgumentError", "OpError", "OpIndexError", "PluginError", "TraceException", "SessionError",
            "GraphError", "FormatError", "Tracer", "TracedModel", "trace", "load", "load_onnx", "Session", "SessionOutputs",
            "ValueInfo", "backends", "__version__"]

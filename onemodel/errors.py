@@ -9,6 +9,11 @@ class OpError(OneModelError, ValueError):
     """An op was given inputs or parameters it cannot accept (names the op and what is wrong)."""
 
 
+class OpIndexError(OpError, IndexError):
+    """An index lies outside an axis (``x[3]`` on an axis of size 2). Also an IndexError, which
+    is what ends Python's iteration and what code written for sequences (and PyTorch) catches."""
+
+
 class ArgumentError(OneModelError, TypeError, ValueError):
     """A public function or constructor got an argument of the wrong type or value; the message
     names the function and the argument. Also a TypeError and a ValueError, so code written for

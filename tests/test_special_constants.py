@@ -88,6 +88,8 @@ def _scalar_ops():
     out = []
     for name in sorted(ops):
         params = [p for p, spec in ops[name].params.items() if spec.kind in ("scalar", "float")]
+        if isinstance(ops[name].untraceable, str):
+            continue  # never in a graph (a loss, a data-dependent op): no session sees its scalar
         if params:
             out.append((name, params))
     return out

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import OneModelError, OpError
 from ..registry.records import REQUIRED, OpDef, Param, VjpContext
-from . import eager_cache, tracing_hooks
+from . import eager_cache, foreign, tracing_hooks
 from .autograd import GradNode
 from .dtype import DType, DTypeError
 from .grad_mode import GradMode
@@ -234,9 +234,11 @@ def _to_tensors(op: OpDef, raw: list, names: list[str]) -> list:
             out.append(Tensor._wrap(np.asarray(r, dtype=dt.numpy)))
         elif isinstance(r, (list, tuple)):
             out.append(Tensor._from_data(r))
+        elif foreign.is_array_like(r):  # a torch tensor, a JAX array...: see core/foreign.py
+            out.append(Tensor.from_numpy(foreign.as_array(r, f"ops.{op.name}: input {name!r}")))
         else:
             raise OpError(f"ops.{op.name}: input {name!r} must be a Tensor, an array or a number, "
-                          f"got {type(r).__name__}")
+                          f"got {foreign.type_name(r)}")
     return out
 
 
@@ -321,11 +323,18 @@ def _checked_outputs(op: OpDef, out, out_types) -> list:
             raise OpError(f"ops.{op.name}: the kernel of plugin {op.provider} returned "
                           f"{type(raw).__name__} {raw!r:.40}, not an array of {t}: {exc}"
                           ) from None
-        if a.shape != tuple(t.shape):
+        if a.shape != tuple(t.shape) and not _data_sized(a.shape, t.shape):
             raise OpError(f"ops.{op.name}: the kernel of plugin {op.provider} returned shape "
                           f"{a.shape}, but its inference gives {t}")
         arrays_out.append(a)
     return arrays_out
+
+
+def _data_sized(actual: tuple, inferred: tuple) -> bool:
+    """Whether ``actual`` fits an inferred shape whose non-int sizes are *data sizes*: symbols
+    the op's data decides (``nonzero``'s count), which only the kernel's result can tell."""
+    return len(actual) == len(inferred) and all(
+        not isinstance(d, int) or d == n for n, d in zip(actual, inferred))
 
 
 def _results(op, inputs, arrays, arrays_out, params, saved, record, multi):

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import ArgumentError, OneModelError, OpError
 from ..registry import REGISTRY, get_op
-from . import autograd, tracing_hooks
+from . import autograd, foreign, tensor_habits, tracing_hooks
 from .dispatch import apply
 from .dtype import DType
 from .grad_mode import GradMode
@@ -235,8 +235,11 @@ class Tensor(metaclass=TensorMeta):
     @classmethod
     def from_numpy(cls, array: np.ndarray) -> "Tensor":
         """Wrap a numpy array (no copy where its dtype is supported as it is)."""
+        if foreign.is_torch_tensor(array):  # t.numpy() as it is: no copy either
+            array = foreign.as_array(array, "Tensor.from_numpy(array): array")
         if not isinstance(array, np.ndarray):
-            raise OpError(f"Tensor.from_numpy expects a numpy array, got {type(array).__name__}")
+            raise OpError(f"Tensor.from_numpy expects a numpy array, got "
+                          f"{foreign.type_name(array)}")
         DType.from_numpy(array.dtype)
         return cls._wrap(array)
 
@@ -257,17 +260,7 @@ class Tensor(metaclass=TensorMeta):
     def ndim(self) -> int:
         return self._data.ndim
 
-    @property
-    def numel(self) -> int:
-        return int(self._data.size)
-
-    def __len__(self) -> int:
-        if not self._data.ndim:
-            raise OpError("len() of a 0-d tensor")
-        n = self.shape[0]
-        if isinstance(n, SymInt):
-            n._refuse("len()", hint="use x.shape[0], which stays symbolic")
-        return n
+    # numel, len, iteration, view, size, .T, to(device)...: PyTorch's habits, in tensor_habits
 
     # -- data ---------------------------------------------------------------------------------------
     def _read(self, what: str) -> None:
@@ -381,10 +374,17 @@ class Tensor(metaclass=TensorMeta):
         return self
 
     def __setitem__(self, key, value) -> None:
+        mask = _bool_mask(key)
+        if mask is not None:  # x[x > 0] = 0: the op that provides the __setitem_mask__ protocol
+            self._inplace(_protocol_op("__setitem_mask__"), (mask, value), {}, "__setitem__")
+            return
         op = _protocol_op("__setitem__")
         self._inplace(op, (value,), {"index": _normalize_index(key)}, "__setitem__")
 
     def __getitem__(self, key) -> "Tensor":
+        mask = _bool_mask(key)
+        if mask is not None:  # x[x > 0]: data-dependent, through the __getitem_mask__ protocol
+            return apply(_protocol_op("__getitem_mask__"), (self, mask), {})
         return apply(_protocol_op("__getitem__"), (self,), {"index": _normalize_index(key)})
 
     # -- methods from op records -----------------------------------------------------------------
@@ -461,13 +461,9 @@ class Tensor(metaclass=TensorMeta):
 
     __str__ = __repr__
 
-    # -- casting -----------------------------------------------------------------------------------
-    def to(self, dtype) -> "Tensor":
-        """This tensor as ``dtype`` (a DType, its name or a numpy dtype), through the op that
-        provides the Tensor method ``cast``."""
-        return apply(_protocol_op("__cast__"), (self, DType.parse(dtype)), {})
 
 
+tensor_habits.install(Tensor)
 for _name, _dtype in CASTS.items():  # after the class: in its body they would shadow builtins
     setattr(Tensor, _name, _caster(_dtype, _name))
 
@@ -487,6 +483,16 @@ def _pack_method_args(op, args: tuple) -> tuple:
     return args
 
 
+def _bool_mask(key):
+    """The mask of boolean-mask indexing (a bool Tensor or numpy array as the whole key), or
+    None."""
+    if isinstance(key, Tensor) and key.dtype == DType.BOOL:
+        return key
+    if isinstance(key, np.ndarray) and key.dtype == np.bool_:
+        return Tensor.from_numpy(key)
+    return None
+
+
 def _normalize_index(key) -> tuple:
     """A canonical, serialisable index: ints, ("slice", start, stop, step), None, "..."."""
     if not isinstance(key, tuple):
@@ -500,8 +506,8 @@ def _normalize_index(key) -> tuple:
         elif isinstance(k, SymInt) or (isinstance(k, numbers.Integral) and not isinstance(k, bool)):
             out.append(k if isinstance(k, SymInt) else int(k))
         elif isinstance(k, Tensor):
-            raise OpError("indexing with a tensor is not supported by [] ; use ops.take (numpy's "
-                          "take) or ops.gather, or ops.where for masks")
+            raise OpError("indexing with an integer tensor is not supported by []; use ops.take "
+                          "(numpy's take) or ops.gather; a bool mask works alone: x[mask]")
         else:
             raise OpError(f"unsupported index {k!r}: use ints, slices, None and ...")
     return tuple(out)
@@ -512,6 +518,8 @@ def _to_array(data: Any, dtype: DType | None) -> np.ndarray:
         arr = data._data
     elif isinstance(data, np.ndarray):
         arr = data
+    elif foreign.is_torch_tensor(data):  # keeps torch's dtype, as a numpy array would
+        arr = foreign.as_array(data, "making a tensor from it: the data")
     else:
         try:
             arr = np.asarray(data)

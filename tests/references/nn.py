@@ -177,29 +177,37 @@ def mse_loss(input, target, reduction="mean"):
     return _reduce((input - target) ** 2, reduction)
 
 
-def cross_entropy(logits, target, reduction="mean"):
+def cross_entropy(logits, target, weight=None, ignore_index=-100, reduction="mean",
+                  label_smoothing=0.0):
+    """PyTorch's formula, one row at a time: the target (one-hot, or the given probabilities)
+    mixed with the uniform distribution by ``label_smoothing``, each class scaled by ``weight``;
+    'mean' divides by the summed weights of the class-index targets kept (by the row count for
+    probability targets)."""
     if logits.ndim == 1:
         logits, target = logits[None], np.asarray(target)[None]
         squeeze = True
     else:
         squeeze = False
     c = logits.shape[1]
+    w = np.ones(c) if weight is None else np.asarray(weight, np.float64)
+    eps = label_smoothing
     lsm = np.moveaxis(logits, 1, -1).reshape(-1, c)
+    logp = lambda r, j: lsm[r, j] - np.logaddexp.reduce(lsm[r])  # noqa: E731
     if target.dtype.kind == "f":
         tp = np.moveaxis(target, 1, -1).reshape(-1, c)
-        per = np.array([-sum(tp[r, j] * (lsm[r, j] - np.logaddexp.reduce(lsm[r]))
+        per = np.array([-sum(w[j] * (tp[r, j] * (1 - eps) + eps / c) * logp(r, j)
                              for j in range(c)) for r in range(len(lsm))])
         per = per.reshape(np.moveaxis(logits, 1, -1).shape[:-1])
         count = per.size
     else:
         flat_t = target.reshape(-1)
         per = np.zeros(len(flat_t))
-        count = 0
+        count = 0.0
         for r, t in enumerate(flat_t):
-            if t == -100:
+            if t == ignore_index:
                 continue
-            count += 1
-            per[r] = np.logaddexp.reduce(lsm[r]) - lsm[r, t]
+            count += w[t]
+            per[r] = -sum(w[j] * ((1 - eps) * (j == t) + eps / c) * logp(r, j) for j in range(c))
         per = per.reshape(target.shape)
     if squeeze:
         per = per[0]

@@ -16,6 +16,7 @@ from onemodel.registry import OpDef, Param, Sample
 from ._common import (Dim, OpError, TensorType, broadcast_shapes, dim, is_static, norm_axis,
                       same_dim)
 from onemodel.core.guards import require
+from onemodel.errors import OpIndexError
 from onemodel.core.symbolic import format_shape, provably_nonneg
 
 
@@ -121,7 +122,7 @@ def _index_shape(shape, index) -> tuple:
         if isinstance(e, tuple):
             out.append(_slice_len(size, *e[1:], axis=pos - 1))
         elif is_static(e, size) and not -size <= e < size:
-            raise OpError(f"index {e} is out of range for axis {pos - 1} of size {size}")
+            raise OpIndexError(f"index {e} is out of range for axis {pos - 1} of size {size}")
     return tuple(out)
 
 

@@ -9,8 +9,8 @@ import attrs
 
 from onemodel.registry import hookimpl
 
-from . import (data_shaped, division, elementwise, elementwise_math, factory, gather_nd, index,
-               linalg, logical, matmul_t, predicates, reduce, shape)
+from . import (data_dependent, data_shaped, division, elementwise, elementwise_math, factory,
+               gather_nd, index, linalg, logical, matmul_t, predicates, reduce, shape)
 from .passes import PASSES
 
 from .onnx_elementwise_more import ONNX as _ELEMENTWISE_MORE_ONNX
@@ -22,7 +22,8 @@ ONNX = {**ONNX, **_ELEMENTWISE_MORE_ONNX}
 def all_ops():
     ops = (*elementwise.OPS, *linalg.OPS, *shape.OPS, *index.OPS, *reduce.OPS, *factory.OPS,
            *matmul_t.OPS, *gather_nd.OPS, *predicates.OPS, *data_shaped.OPS,
-           *elementwise_math.OPS, *division.OPS, *logical.OPS)
+           *elementwise_math.OPS, *division.OPS, *logical.OPS,
+           *data_dependent.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 
