@@ -10,15 +10,19 @@ import attrs
 from onemodel.registry import hookimpl
 
 from . import (data_shaped, elementwise, factory, gather_nd, index, linalg, matmul_t,
-               predicates, reduce, shape)
+               predicates, reduce, reduce_more, scan, shape, sort)
 from .passes import PASSES
 
-from .onnx_mapping import ONNX
+from .onnx_mapping import ONNX as _BASE_ONNX
+from .onnx_reduce_more import SPEC as _REDUCE_MORE_ONNX
+
+ONNX = {**_BASE_ONNX, **_REDUCE_MORE_ONNX}
 
 
 def all_ops():
     ops = (*elementwise.OPS, *linalg.OPS, *shape.OPS, *index.OPS, *reduce.OPS, *factory.OPS,
-           *matmul_t.OPS, *gather_nd.OPS, *predicates.OPS, *data_shaped.OPS)
+           *matmul_t.OPS, *gather_nd.OPS, *predicates.OPS, *data_shaped.OPS,
+           *reduce_more.OPS, *scan.OPS, *sort.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 
