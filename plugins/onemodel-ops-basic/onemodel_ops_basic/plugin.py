@@ -9,20 +9,23 @@ import attrs
 
 from onemodel.registry import hookimpl
 
-from . import (data_shaped, elementwise, factory, gather_nd, index, linalg, matmul_t,
-               predicates, reduce, reduce_more, scan, shape, sort)
+from . import (data_shaped, elementwise, factory, factory_more, gather_nd, index, index_more,
+               linalg, linalg_more, matmul_t, predicates, reduce, reduce_more, scan, shape,
+               shape_more, sort)
 from .passes import PASSES
 
 from .onnx_mapping import ONNX as _BASE_ONNX
 from .onnx_reduce_more import SPEC as _REDUCE_MORE_ONNX
+from .onnx_shape_more import SPEC as _SHAPE_MORE_ONNX
 
-ONNX = {**_BASE_ONNX, **_REDUCE_MORE_ONNX}
+ONNX = {**_BASE_ONNX, **_REDUCE_MORE_ONNX, **_SHAPE_MORE_ONNX}
 
 
 def all_ops():
     ops = (*elementwise.OPS, *linalg.OPS, *shape.OPS, *index.OPS, *reduce.OPS, *factory.OPS,
            *matmul_t.OPS, *gather_nd.OPS, *predicates.OPS, *data_shaped.OPS,
-           *reduce_more.OPS, *scan.OPS, *sort.OPS)
+           *reduce_more.OPS, *scan.OPS, *sort.OPS, *shape_more.OPS, *index_more.OPS,
+           *factory_more.OPS, *linalg_more.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 
