@@ -61,6 +61,17 @@ CASES = {
     "ones_like": (lambda x: ops.ones_like(x) + x, (3,), np.float32),
     "full_like": (lambda x: ops.full_like(x, 2.5) * x, (3,), np.float32),
     "linspace": (lambda x: x + ops.linspace(0, 1, 3), (3,), np.float32),
+    "scatter": (lambda x: x.scatter(1, x.argsort(dim=1), x * 2.0), (3,), np.float32),
+    "scatter_add": (lambda x: ops.scatter_add(ops.zeros_like(x), 1, (x > 0).long(), x), (3,),
+                    np.float32),
+    "diag_read": (lambda x: ops.diag(x), (3,), np.float32),
+    "diag_read_above": (lambda x: ops.diag(x, 1), (3,), np.float32),
+    "diag_build": (lambda x: ops.diag(x.sum(1), -1), (3,), np.float32),
+    "einsum_outer": (lambda x: ops.einsum([x, x], "bi,bj->bij"), (3,), np.float32),
+    "einsum_reduce": (lambda x: ops.einsum([x, x * 2.0], "bi,bi->b"), (3,), np.float32),
+    "einsum_ellipsis": (lambda x: ops.einsum([x], "...i->..."), (3,), np.float32),
+    "repeat_interleave": (lambda x: x.repeat_interleave(2, dim=0), (3,), np.float32),
+    "repeat_interleave_flat": (lambda x: x.repeat_interleave(3), (3,), np.float32),
 }
 
 SIZES = (2, 5)

@@ -208,3 +208,82 @@ REFERENCES = {
     "bmm": _bmm,
     "outer": _outer,
 }
+
+
+# -- scatter, diag, einsum, repeat_interleave ---------------------------------------------------
+def _scatter(add):
+    def ref(x, index, src, axis):
+        out = np.array(x, copy=True)
+        a = axis % out.ndim
+        for idx in _each(np.shape(index)):
+            dest = list(idx)
+            dest[a] = int(index[idx])
+            out[tuple(dest)] = out[tuple(dest)] + src[idx] if add else src[idx]
+        return out
+    return ref
+
+
+def _diag(x, diagonal=0):
+    x = np.asarray(x)
+    k = diagonal
+    if x.ndim == 1:
+        n = x.shape[0] + abs(k)
+        out = np.zeros((n, n), x.dtype)
+        for i, v in enumerate(x):
+            out[i + max(-k, 0), i + max(k, 0)] = v
+        return out
+    vals = [x[i, i + k] for i in range(x.shape[0]) if 0 <= i + k < x.shape[1]]
+    return np.array(vals, x.dtype)
+
+
+def _einsum(operands, equation):
+    """Sum over every assignment of the letters (small sizes only)."""
+    import itertools
+    import string
+
+    eq = equation.replace(" ", "")
+    lhs, _, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if "..." in eq:
+        width = max(np.ndim(o) - (len(t) - 3) for o, t in zip(operands, terms) if "..." in t)
+        free = [c for c in string.ascii_letters if c not in eq][:width]
+        terms = [t.replace("...", "".join(free[width - (np.ndim(o) - (len(t) - 3)):]))
+                 for o, t in zip(operands, terms)]
+        rhs = rhs.replace("...", "".join(free))
+    elif "->" not in eq:
+        letters = "".join(terms)
+        rhs = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    sizes = {}
+    for o, t in zip(operands, terms):
+        for c, d in zip(t, np.shape(o)):
+            sizes[c] = max(sizes.get(c, 1), d)
+    letters = sorted(sizes)
+    dt = _promote(*operands)
+    out = np.zeros([sizes[c] for c in rhs], np.float64)
+    for values in itertools.product(*(range(sizes[c]) for c in letters)):
+        v = dict(zip(letters, values))
+        term = 1.0
+        for o, t in zip(operands, terms):
+            term *= float(np.asarray(o)[tuple(v[c] if np.shape(o)[k] > 1 else 0
+                                              for k, c in enumerate(t))])
+        out[tuple(v[c] for c in rhs)] += term
+    return out.astype(dt)
+
+
+def _repeat_interleave(x, repeats, axis=None):
+    x = np.asarray(x)
+    if axis is None:
+        return np.array([v for v in x.reshape(-1).tolist() for _ in range(repeats)], x.dtype)
+    a = axis % x.ndim
+    parts = [x[(slice(None),) * a + (slice(i, i + 1),)] for i in range(x.shape[a])
+             for _ in range(repeats)]
+    return np.concatenate(parts, axis=a)
+
+
+REFERENCES.update({
+    "scatter": _scatter(False),
+    "scatter_add": _scatter(True),
+    "diag": _diag,
+    "einsum": _einsum,
+    "repeat_interleave": _repeat_interleave,
+})

@@ -1,11 +1,11 @@
-"""More products, as PyTorch names them: bmm (batched, no broadcasting) and outer."""
+"""More matrix ops, as PyTorch names them: bmm (batched, no broadcasting), outer and diag."""
 from __future__ import annotations
 
 import numpy as np
 
-from onemodel.registry import OpDef, Sample
+from onemodel.registry import OpDef, Param, Sample
 
-from ._common import OpError, TensorType, common, promote_types, same_dim
+from ._common import Dim, OpError, TensorType, common, dim, promote_types, same_dim
 
 
 def _bmm_infer(a, b):
@@ -57,4 +57,57 @@ outer = OpDef(
     doc="Outer product of two vectors: out[i, j] = a[i] * b[j] (torch.outer); dtypes promote.",
 )
 
-OPS = (bmm, outer)
+def diag_length(rows, cols, k):
+    """The length of diagonal k of a rows x cols matrix (0 when it misses the matrix)."""
+    length = Dim.min(rows, cols - k) if k >= 0 else Dim.min(rows + k, cols)
+    return Dim.max(length, 0) if isinstance(length, Dim) else max(length, 0)
+
+
+def _diag_infer(x, diagonal=0):
+    k = dim(diagonal)
+    if isinstance(k, Dim):
+        raise OpError("ops.diag: parameter 'diagonal' must be a fixed int, not a symbolic size")
+    if x.ndim == 1:
+        n = x.shape[0] + abs(k)
+        return TensorType(x.dtype, (n, n))
+    if x.ndim == 2:
+        return TensorType(x.dtype, (diag_length(x.shape[0], x.shape[1], k),))
+    raise OpError(f"ops.diag: input x must be 1-D (to build a matrix) or 2-D (to read a "
+                  f"diagonal), got {x}")
+
+
+def _diag(x, diagonal=0):
+    if x.ndim not in (1, 2):
+        raise OpError(f"ops.diag: input x must be 1-D or 2-D, got shape {x.shape}")
+    return np.diag(x, diagonal).copy()
+
+
+def _diag_vjp(ctx, g):
+    x = ctx.inputs[0]
+    k = ctx.params["diagonal"]
+    if x.ndim == 1:
+        return (np.diagonal(g, k).copy(),)
+    gx = np.zeros(x.shape, g.dtype)
+    pos = np.arange(g.shape[0])
+    gx[pos + max(-k, 0), pos + max(k, 0)] = g
+    return (gx,)
+
+
+diag = OpDef(
+    name="diag", inputs=("x",), params={"diagonal": Param(kind="int", default=0,
+                                                         doc="0: the main diagonal, > 0 above")},
+    kernel=_diag, infer=_diag_infer, vjp=_diag_vjp,
+    samples=lambda rng: [Sample(args=(rng.standard_normal(3),), name="build"),
+                         Sample(args=(rng.standard_normal(2),), params={"diagonal": -1},
+                                name="build_below"),
+                         Sample(args=(rng.standard_normal((3, 4)),), name="read"),
+                         Sample(args=(rng.standard_normal((3, 4)),), params={"diagonal": 2},
+                                name="read_above"),
+                         Sample(args=(rng.standard_normal((4, 3)),), params={"diagonal": -2},
+                                name="read_below")],
+    methods=("diag",),
+    doc="torch.diag: a 1-D x becomes a square matrix with x on diagonal k (zeros elsewhere); "
+        "a 2-D x gives its diagonal k as a vector.",
+)
+
+OPS = (bmm, outer, diag)

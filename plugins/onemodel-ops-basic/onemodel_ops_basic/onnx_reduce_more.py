@@ -178,9 +178,17 @@ def _import_argmin(ctx, node):
     x = node.inputs[0]
     axis = node.attr("axis", 0)
     keep = bool(node.attr("keepdims", 1))
-    if node.attr("select_last_index", 0):
-        ctx.unsupported("ArgMin with select_last_index=1")
-    return [ctx.emit("argmin", [x], axis=axis, keepdims=keep)]
+    if not node.attr("select_last_index", 0):
+        return [ctx.emit("argmin", [x], axis=axis, keepdims=keep)]
+    # the last minimum: argmin of the reversed axis, counted from the end
+    shape = ctx.type(x).shape
+    axis %= len(shape)
+    n = shape[axis]
+    if isinstance(n, Dim):
+        ctx.unsupported("ArgMin select_last_index=1 over a symbolic axis")
+    rev = ctx.emit("flip", [x], axes=(axis,))
+    am = ctx.emit("argmin", [rev], axis=axis, keepdims=keep)
+    return [ctx.emit("sub", [np.array(n - 1, dtype=np.int64), am])]
 
 
 # -- cumsum / cumprod -------------------------------------------------------------------------

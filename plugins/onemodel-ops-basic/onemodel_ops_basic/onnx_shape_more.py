@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from onemodel.core import DType, Dim
+from onemodel.core.types import same_dim
 from onemodel.formats.onnx_lowering import INT64_MAX, INT64_MIN, scalar_const
 from onemodel.registry import OnnxSpec
 
@@ -266,7 +267,138 @@ def _export_product(ctx, node):
         ctx.make_node("MatMul", [a, b], ctx.outputs(node))
 
 
+# -- scatter / scatter_add / diag / einsum / repeat_interleave --------------------------------
+def _export_scatter(reduction):
+    def export(ctx, node):
+        x, idx, src = ctx.inputs(node)
+        tx, ti, ts = ctx.input_types(node)
+        src = ctx.cast(src, ts.dtype, tx.dtype)
+        if not all(same_dim(a, b) for a, b in zip(ti.shape, ts.shape)):  # src's leading part
+            src = ctx.make_node("Slice", [src, ctx.ints([0] * len(ti.shape), hint="starts"),
+                                          ctx.shape(ti.shape),
+                                          ctx.ints(range(len(ti.shape)), hint="axes")])
+        ctx.make_node("ScatterElements", [x, ctx.cast(idx, ti.dtype, DType.I64), src],
+                      ctx.outputs(node), axis=int(node.params["axis"]) % len(tx.shape),
+                      reduction=reduction)
+    return export
+
+
+def _import_scatter_elements(ctx, node):
+    reduction = node.attr("reduction", "none")
+    reduction = reduction.decode() if isinstance(reduction, bytes) else reduction
+    op = {"none": "scatter", "add": "scatter_add"}.get(reduction)
+    if op is None:
+        ctx.unsupported(f"ScatterElements with reduction {reduction!r}")
+    x, idx, upd = node.inputs[0], node.inputs[1], node.inputs[2]
+    axis = node.attr("axis", 0) % ctx.rank(x)
+    n = ctx.type(x).shape[axis]
+    known = ctx.const(idx)
+    if known is not None:  # ONNX counts negative positions from the end; torch's scatter does not
+        known = np.asarray(known)
+        if isinstance(n, Dim) and (known < 0).any():
+            ctx.unsupported("ScatterElements with negative indices on a symbolic axis")
+        idx = np.where(known < 0, known + (0 if isinstance(n, Dim) else n), known)
+    elif isinstance(n, Dim):
+        ctx.unsupported("ScatterElements with run-time indices on a symbolic axis (they may be "
+                        "negative)")
+    else:
+        dt = ctx.type(idx).dtype
+        neg = ctx.emit("less", [idx, np.array(0, dt.numpy)])
+        idx = ctx.emit("where", [neg, ctx.emit("add", [idx, np.array(n, dt.numpy)]), idx])
+    return [ctx.emit(op, [x, idx, upd], axis=axis)]
+
+
+def _eye(ctx, rows, cols, k):
+    """A bool [rows, cols] mask of diagonal k: Range(rows)[:, None] + k == Range(cols)[None]
+    (Range and Equal import back; EyeLike has no import rule)."""
+    zero, one = (ctx.const(np.array(v, np.int64)) for v in (0, 1))
+    r = ctx.make_node("Range", [zero, ctx.scalar_dim(rows), one], name="rows")
+    c = ctx.make_node("Range", [zero, ctx.scalar_dim(cols), one], name="cols")
+    if k:
+        r = ctx.make_node("Add", [r, ctx.const(np.array(k, np.int64))])
+    r = ctx.make_node("Unsqueeze", [r, ctx.ints([1], hint="axes")])
+    c = ctx.make_node("Unsqueeze", [c, ctx.ints([0], hint="axes")])
+    return ctx.make_node("Equal", [r, c], name="diagonal")
+
+
+def _export_diag(ctx, node):
+    from .linalg_more import diag_length
+
+    (x,) = ctx.inputs(node)
+    t = ctx.input_types(node)[0]
+    k = int(node.params.get("diagonal", 0))
+    zero = scalar_const(ctx, 0, t.dtype)
+    outs = ctx.outputs(node)
+    if len(t.shape) == 1:  # x padded by |k| at the end, spread along rows (k >= 0) or columns
+        n = t.shape[0] + abs(k)
+        xp = ctx.make_node("Pad", [x, ctx.ints([0, abs(k)], hint="pads")]) if k else x
+        line = ctx.make_node("Unsqueeze", [xp, ctx.ints([1 if k >= 0 else 0], hint="axes")])
+        ctx.make_node("Where", [_eye(ctx, n, n, k), line, zero], outs)
+        return
+    rows, cols = t.shape  # keep diagonal k, sum each row (k >= 0) or column, cut to its length
+    flag = t.dtype == DType.BOOL  # ReduceSum takes no bools: through i32
+    xi = ctx.cast(x, t.dtype, DType.I32) if flag else x
+    picked = ctx.make_node("Where", [_eye(ctx, rows, cols, k), xi,
+                                     scalar_const(ctx, 0, DType.I32 if flag else t.dtype)])
+    total = ctx.make_node("ReduceSum", [picked, ctx.ints([1 if k >= 0 else 0], hint="axes")],
+                          keepdims=0)
+    length = diag_length(rows, cols, k)
+    sliced = ctx.make_node("Slice", [total, ctx.ints([0], hint="starts"), ctx.shape([length]),
+                                     ctx.ints([0], hint="axes")], None if flag else outs)
+    if flag:
+        ctx.make_node("Cast", [sliced], outs, to=ctx.onnx_dtype(DType.BOOL))
+
+
+def _export_einsum(ctx, node):
+    from .einsum import letter_sizes, normalize
+
+    types = ctx.input_types(node)
+    out = ctx.output_types(node)[0]
+    eq = normalize(node.params["equation"], [len(t.shape) for t in types])
+    sizes = letter_sizes(eq, [t.shape for t in types])
+    ins = []
+    for name, t, term in zip(ctx.inputs(node), types, eq.terms):
+        name = ctx.cast(name, t.dtype, out.dtype)
+        want = [sizes[c] for c in term]
+        if not all(same_dim(a, b) for a, b in zip(t.shape, want)):  # a size-1 letter broadcasts
+            name = ctx.make_node("Expand", [name, ctx.shape(want)])
+        ins.append(name)
+    ctx.make_node("Einsum", ins, ctx.outputs(node), equation=eq.text)
+
+
+def _import_einsum(ctx, node):
+    eq = node.attr("equation")
+    eq = eq.decode() if isinstance(eq, bytes) else eq
+    return [ctx.emit("einsum", [i for i in node.inputs if i], equation=eq)]
+
+
+def _export_repeat_interleave(ctx, node):
+    (x,) = ctx.inputs(node)
+    t = ctx.input_types(node)[0]
+    out = ctx.output_types(node)[0]
+    r, axis = node.params["repeats"], node.params.get("axis")
+    shape = list(t.shape)
+    if axis is None or not shape:
+        x = ctx.make_node("Reshape", [x, ctx.ints([-1], hint="shape")], name="flat")
+        from onemodel.core.types import numel
+
+        shape, a = [numel(t.shape)], 0
+    else:
+        a = int(axis) % len(shape)
+    up = ctx.make_node("Unsqueeze", [x, ctx.ints([a + 1], hint="axes")])
+    reps = [1] * (len(shape) + 1)
+    reps[a + 1] = r
+    tiled = ctx.make_node("Tile", [up, ctx.shape(reps)])
+    ctx.make_node("Reshape", [tiled, ctx.shape(out.shape)], ctx.outputs(node))
+
+
 SPEC = {
+    "scatter": OnnxSpec(export=_export_scatter("none"),
+                        imports={"ScatterElements": _import_scatter_elements}),
+    "scatter_add": OnnxSpec(export=_export_scatter("add")),
+    "diag": OnnxSpec(export=_export_diag),
+    "einsum": OnnxSpec(export=_export_einsum, imports={"Einsum": _import_einsum}),
+    "repeat_interleave": OnnxSpec(export=_export_repeat_interleave),
     "stack": OnnxSpec(export=_export_stack),
     "unbind": OnnxSpec(export=_export_unbind),
     "chunk": OnnxSpec(export=_export_split),

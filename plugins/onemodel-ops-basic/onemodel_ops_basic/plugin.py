@@ -9,9 +9,9 @@ import attrs
 
 from onemodel.registry import hookimpl
 
-from . import (data_shaped, elementwise, factory, factory_more, gather_nd, index, index_more,
-               linalg, linalg_more, matmul_t, predicates, reduce, reduce_more, scan, shape,
-               shape_more, sort)
+from . import (data_shaped, einsum, elementwise, factory, factory_more, gather_nd, index,
+               index_more, linalg, linalg_more, matmul_t, predicates, reduce, reduce_more, scan,
+               scatter, shape, shape_more, sort)
 from .passes import PASSES
 
 from .onnx_mapping import ONNX as _BASE_ONNX
@@ -25,7 +25,7 @@ def all_ops():
     ops = (*elementwise.OPS, *linalg.OPS, *shape.OPS, *index.OPS, *reduce.OPS, *factory.OPS,
            *matmul_t.OPS, *gather_nd.OPS, *predicates.OPS, *data_shaped.OPS,
            *reduce_more.OPS, *scan.OPS, *sort.OPS, *shape_more.OPS, *index_more.OPS,
-           *factory_more.OPS, *linalg_more.OPS)
+           *factory_more.OPS, *linalg_more.OPS, *scatter.OPS, *einsum.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 

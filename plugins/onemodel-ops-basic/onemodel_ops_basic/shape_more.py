@@ -450,4 +450,53 @@ unflatten = OpDef(
     doc="Split one axis into several (torch.unflatten); one size may be -1.",
 )
 
-OPS = (stack, unbind, chunk, flip, roll, repeat, tile, pad, movedim, unflatten)
+# -- repeat_interleave ------------------------------------------------------------------------------
+def _interleave_infer(x, repeats, axis=None):
+    r = dims((repeats,))[0]
+    if not isinstance(r, Dim) and r < 0:
+        raise OpError(f"ops.repeat_interleave: parameter 'repeats' must be non-negative, got {r}")
+    if axis is None:
+        n = 1
+        for d in x.shape:
+            n = n * d
+        return TensorType(x.dtype, (n * r,))
+    a = norm_axis(axis, max(x.ndim, 1), "repeat_interleave")
+    shape = list(x.shape) or [1]
+    shape[a] = shape[a] * r
+    return TensorType(x.dtype, shape)
+
+
+def _interleave(x, repeats, axis=None):
+    if axis is None or x.ndim == 0:
+        return np.repeat(x.reshape(-1), repeats)
+    return np.repeat(x, repeats, axis=norm_axis(axis, x.ndim, "repeat_interleave"))
+
+
+def _interleave_vjp(ctx, g):
+    x = ctx.inputs[0]
+    r, axis = ctx.params["repeats"], ctx.params["axis"]
+    if axis is None or x.ndim == 0:
+        return (g.reshape(-1, r).sum(axis=1).reshape(x.shape),)
+    a = norm_axis(axis, x.ndim, "repeat_interleave")
+    split = x.shape[:a] + (x.shape[a], r) + x.shape[a + 1:]
+    return (g.reshape(split).sum(axis=a + 1),)
+
+
+repeat_interleave = OpDef(
+    name="repeat_interleave", inputs=("x",),
+    params={"repeats": Param(kind="size", doc="times each element repeats (an int)"),
+            "axis": Param(kind="axis", default=None, optional=True,
+                          doc="None: of the flattened tensor")},
+    kernel=_interleave, infer=_interleave_infer, vjp=_interleave_vjp,
+    samples=lambda rng: [Sample(args=(rng.standard_normal((2, 3)),),
+                                params={"repeats": 2, "axis": 0}),
+                         Sample(args=(rng.standard_normal((2, 3)),),
+                                params={"repeats": 3, "axis": -1}, name="last"),
+                         Sample(args=(rng.standard_normal((2, 2)),), params={"repeats": 2},
+                                name="flat")],
+    methods=("repeat_interleave",),
+    doc="Repeat each element repeats times along axis, next to itself (torch.repeat_interleave "
+        "with an int; numpy's repeat); axis=None flattens first.",
+)
+
+OPS = (stack, unbind, chunk, flip, roll, repeat, tile, pad, movedim, unflatten, repeat_interleave)
