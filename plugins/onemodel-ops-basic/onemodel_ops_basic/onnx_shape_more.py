@@ -14,7 +14,7 @@ from onemodel.core.types import same_dim
 from onemodel.formats.onnx_lowering import INT64_MAX, INT64_MIN, scalar_const
 from onemodel.registry import OnnxSpec
 
-from .onnx_mapping import _export_as_reshape, _export_fill, _export_split
+from .onnx_mapping import _export_as_reshape, _export_split
 from .shape_more import _movedim_perm, _tile_sizes, pad_widths
 
 
