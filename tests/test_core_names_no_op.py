@@ -11,9 +11,10 @@ CORE = pathlib.Path(om.__file__).parent
 
 #: words that are ordinary vocabulary of the core and only happen to be op names too: the
 #: optimisation level "all", Param kinds "any" / "index", the symbolic atoms "min" / "max",
-#: `OpTraits.view` kinds, the numpy error mode "log", `special.__all__` and pattern keywords.
+#: `OpTraits.view` kinds, the numpy error mode "log", `special.__all__` and pattern keywords
+#: (the pattern kind "var", any value, is not the variance op).
 VOCABULARY = {"all", "any", "index", "min", "max", "reshape", "permute", "expand", "log",
-              "erf", "where"}
+              "erf", "where", "var"}
 
 #: (file relative to onemodel/, name): why the literal is not a reference to the op
 ALLOWED = {

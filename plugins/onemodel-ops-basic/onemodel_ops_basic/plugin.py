@@ -9,21 +9,26 @@ import attrs
 
 from onemodel.registry import hookimpl
 
-from . import (data_dependent, data_shaped, division, elementwise, elementwise_math, factory,
-               gather_nd, index, linalg, logical, matmul_t, predicates, reduce, shape)
+from . import (data_dependent, data_shaped, division, einsum, elementwise, elementwise_math,
+               factory, factory_more, gather_nd, index, index_more, linalg, linalg_more, logical,
+               matmul_t, predicates, reduce, reduce_more, scan, scatter, shape, shape_more, sort)
 from .passes import PASSES
 
 from .onnx_elementwise_more import ONNX as _ELEMENTWISE_MORE_ONNX
-from .onnx_mapping import ONNX
+from .onnx_mapping import ONNX as _BASE_ONNX
+from .onnx_reduce_more import SPEC as _REDUCE_MORE_ONNX
+from .onnx_shape_more import SPEC as _SHAPE_MORE_ONNX
 
-ONNX = {**ONNX, **_ELEMENTWISE_MORE_ONNX}
+ONNX = {**_BASE_ONNX, **_REDUCE_MORE_ONNX, **_SHAPE_MORE_ONNX, **_ELEMENTWISE_MORE_ONNX}
 
 
 def all_ops():
     ops = (*elementwise.OPS, *linalg.OPS, *shape.OPS, *index.OPS, *reduce.OPS, *factory.OPS,
            *matmul_t.OPS, *gather_nd.OPS, *predicates.OPS, *data_shaped.OPS,
            *elementwise_math.OPS, *division.OPS, *logical.OPS,
-           *data_dependent.OPS)
+           *data_dependent.OPS,
+           *reduce_more.OPS, *scan.OPS, *sort.OPS, *shape_more.OPS, *index_more.OPS,
+           *factory_more.OPS, *linalg_more.OPS, *scatter.OPS, *einsum.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 
