@@ -20,7 +20,8 @@ ALLOWED = {
     # PyTorch's nn.init.calculate_gain takes these nonlinearity names as its API; they name a
     # gain, not an op, and a model moving over from PyTorch passes them unchanged.
     ("nn/init.py", "conv2d"), ("nn/init.py", "sigmoid"), ("nn/init.py", "tanh"),
-    ("nn/init.py", "relu"), ("nn/init.py", "linear"),
+    ("nn/init.py", "relu"), ("nn/init.py", "linear"), ("nn/init.py", "conv1d"),
+    ("nn/init.py", "conv_transpose1d"), ("nn/init.py", "conv_transpose2d"),
     # names in messages and ONNX node names, not op lookups
     ("core/tensor.py", "arange"), ("core/tensor.py", "full"), ("formats/onnx_export.py", "cast"),
 }

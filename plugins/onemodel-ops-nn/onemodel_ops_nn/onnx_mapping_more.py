@@ -1,0 +1,253 @@
+"""ONNX mappings of the newer nn ops (conv_more, pool_more, norm_more, resize...), merged into
+`onnx_mapping.ONNX` by plugin.py. Same ctx API as onnx_mapping.py.
+
+* 1-D pools lower as the 2-D pool over an unsqueezed height of one, reusing its ceil-mode and
+  padding rules; conv1d is a 1-D ``Conv``.
+* group_norm, normalize and cosine_similarity export through their decompositions (no code
+  here); rms_norm as ``RMSNormalization`` at opset 23+, else its decomposition.
+* adaptive pools: ``GlobalAveragePool`` / ``GlobalMaxPool`` for an output of 1 (any input size,
+  symbolic included), a plain pool when the input divides evenly, else (fixed sizes, average)
+  one ``MatMul`` per axis by the averaging matrix of PyTorch's windows.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from onemodel.core import TensorType
+from onemodel.core.symbolic import Dim
+from onemodel.core.types import numel
+from onemodel.registry import OnnxSpec
+
+from .conv_more import single
+from .pool_more import _averaging
+
+
+def _cast_all(ctx, node, dtype):
+    return [ctx.cast(n, t.dtype, dtype) if t is not None else n
+            for n, t in zip(ctx.inputs(node), ctx.input_types(node))]
+
+
+# -- conv1d -------------------------------------------------------------------------------------
+def _export_conv1d(ctx, node):
+    out = ctx.output_types(node)[0]
+    ins = _cast_all(ctx, node, out.dtype)
+    while ins and not ins[-1]:
+        ins.pop()
+    wt = ctx.input_types(node)[1]
+    p = node.params
+    pad = int(single("conv1d", "padding", p["padding"]))
+    ctx.make_node("Conv", ins, ctx.outputs(node), kernel_shape=[int(wt.shape[2])],
+                  strides=[int(single("conv1d", "stride", p["stride"]))], pads=[pad, pad],
+                  dilations=[int(single("conv1d", "dilation", p["dilation"]))],
+                  group=int(p["groups"]))
+
+
+# -- 1-D pools ----------------------------------------------------------------------------------
+def _export_pool1d(op2d):
+    def export(ctx, node):
+        (x,) = ctx.inputs(node)
+        xt = ctx.input_types(node)[0]
+        p = dict(node.params)
+        k = single(op2d, "kernel_size", p.pop("kernel_size"))
+        stride = p.pop("stride")
+        s = k if stride in (None, ()) else single(op2d, "stride", stride)
+        pad = single(op2d, "padding", p.pop("padding"))
+        params = dict(p, kernel_size=(1, k), stride=(1, s), padding=(0, pad))
+        if "dilation" in params:
+            params["dilation"] = (1, single(op2d, "dilation", params["dilation"]))
+        x4 = ctx.make_node("Unsqueeze", [x, ctx.ints([2])], name=f"{node.op}_x")
+        t4 = TensorType(xt.dtype, (xt.shape[0], xt.shape[1], 1, xt.shape[2]))
+        (y4,) = ctx.lower(op2d, [x4], [t4], params)
+        ctx.make_node("Squeeze", [y4, ctx.ints([2])], ctx.outputs(node))
+
+    return export
+
+
+# -- adaptive pools -----------------------------------------------------------------------------
+def _export_adaptive(n, reduce):
+    global_op = "GlobalAveragePool" if reduce == "avg" else "GlobalMaxPool"
+    pool_op = "AveragePool" if reduce == "avg" else "MaxPool"
+
+    def export(ctx, node):
+        (x,) = ctx.inputs(node)
+        xt = ctx.input_types(node)[0]
+        out = ctx.output_types(node)[0]
+        spatial = xt.shape[-n:]
+        sizes = tuple(out.shape[-n:])
+        batched = len(xt.shape) == n + 2
+        if not batched:  # ONNX pools want (N, C, ...): add the batch axis for the pool
+            x = ctx.make_node("Unsqueeze", [x, ctx.ints([0])], name=f"{node.op}_x")
+        outputs = ctx.outputs(node) if batched else None
+        if all(isinstance(o, int) and o == 1 for o in sizes):
+            y = ctx.make_node(global_op, [x], outputs)
+        elif not any(isinstance(d, Dim) for d in (*spatial, *sizes)) and all(
+                s % o == 0 for s, o in zip(spatial, sizes)):
+            k = [s // o for s, o in zip(spatial, sizes)]
+            y = ctx.make_node(pool_op, [x], outputs, kernel_shape=k, strides=k)
+        elif not any(isinstance(d, Dim) for d in spatial):
+            rank = len(xt.shape) + (0 if batched else 1)
+            build = _averaging_matmuls if reduce == "avg" else _window_maxima
+            y = build(ctx, x, rank, n, spatial, sizes, out.dtype, outputs)
+        else:
+            ctx.unsupported(node, f"{node.op} to {list(sizes)} of an input of spatial size "
+                                  f"{list(map(str, spatial))} (ONNX has no adaptive pool; "
+                                  f"exported are outputs of 1, inputs that divide evenly and "
+                                  f"fixed sizes)")
+        if not batched:
+            ctx.make_node("Squeeze", [y, ctx.ints([0])], ctx.outputs(node))
+
+    return export
+
+
+def _window_maxima(ctx, x, rank, n, spatial, sizes, dtype, outputs):
+    """Max is separable: per axis, ``ReduceMax`` over each window's ``Slice``, joined by
+    ``Concat`` (PyTorch's windows, fixed sizes)."""
+    from .pool_more import windows
+
+    y = x
+    for a in range(n):
+        axis = rank - n + a
+        starts, ends = windows(int(spatial[a]), int(sizes[a]))
+        cells = []
+        for s0, e0 in zip(starts, ends):
+            piece = ctx.make_node("Slice", [y, ctx.ints([int(s0)]), ctx.ints([int(e0)]),
+                                            ctx.ints([axis])])
+            if ctx.opset >= 18:
+                cells.append(ctx.make_node("ReduceMax", [piece, ctx.ints([axis])], keepdims=1))
+            else:
+                cells.append(ctx.make_node("ReduceMax", [piece], axes=[axis], keepdims=1))
+        last = a == n - 1
+        y = ctx.make_node("Concat", cells, outputs if last else None, axis=axis)
+    return y
+
+
+def _averaging_matmuls(ctx, x, rank, n, spatial, sizes, dtype, outputs):
+    """Average each spatial axis by a MatMul with PyTorch's (L, out) window matrix, moving the
+    axis last and back (a Transpose pair per axis)."""
+    y = x
+    for a in range(n):
+        axis = rank - n + a
+        perm = list(range(rank))
+        perm[axis], perm[-1] = perm[-1], perm[axis]
+        moved = y if axis == rank - 1 else ctx.make_node("Transpose", [y], perm=perm)
+        mat = ctx.const(_averaging(int(spatial[a]), int(sizes[a]), dtype.numpy),
+                        hint="adaptive_avg")
+        last = a == n - 1
+        if axis == rank - 1:
+            y = ctx.make_node("MatMul", [moved, mat], outputs if last else None)
+        else:
+            prod = ctx.make_node("MatMul", [moved, mat])
+            y = ctx.make_node("Transpose", [prod], outputs if last else None, perm=perm)
+    return y
+
+
+# -- norms --------------------------------------------------------------------------------------
+def _import_group_norm(ctx, node):
+    """GroupNormalization: opset 21+ scales per channel (PyTorch's rule); opset 18's scale and
+    bias are per group, repeated here over each group's channels."""
+    x, scale, bias = node.inputs[0], node.inputs[1], node.inputs[2]
+    groups = int(node.attr("num_groups"))
+    if ctx.opset < 21:
+        c = ctx.type(x).shape[1]
+        if isinstance(c, Dim):
+            ctx.unsupported("GroupNormalization-18 (per-group scale) on a symbolic channel axis")
+        per = c // groups
+
+        def channels(v):
+            v = ctx.emit("reshape", [v], shape=(groups, 1))
+            return ctx.emit("reshape", [ctx.emit("expand", [v], shape=(groups, per))],
+                            shape=(c,))
+
+        scale, bias = channels(scale), channels(bias)
+    return [ctx.emit("group_norm", [x, scale, bias], num_groups=groups,
+                     eps=float(node.attr("epsilon", 1e-5)))]
+
+
+def _export_instance_norm(ctx, node):
+    p = node.params
+    out = ctx.output_types(node)[0]
+    x, mean, var, w, b = (_cast_all(ctx, node, out.dtype) + [""] * 5)[:5]
+    types = ctx.input_types(node)
+    if not p["use_input_stats"]:  # the running statistics: batch_norm in evaluation mode
+        ctx.lower("batch_norm", [x, mean, var, w, b], types, {"training": False,
+                                                               "eps": p["eps"]},
+                  outputs=ctx.outputs(node))
+        return
+    c = types[0].shape[1]
+    if (not w or not b) and isinstance(c, Dim):
+        ctx.unsupported(node, "instance_norm without weight/bias on a symbolic channel axis")
+    w = w or ctx.const(np.ones(c, out.dtype.numpy), hint="in_scale")
+    b = b or ctx.const(np.zeros(c, out.dtype.numpy), hint="in_bias")
+    ctx.make_node("InstanceNormalization", [x, w, b], ctx.outputs(node),
+                  epsilon=float(p["eps"]))
+
+
+def _import_instance_norm(ctx, node):
+    x, scale, bias = node.inputs[0], node.inputs[1], node.inputs[2]
+    return [ctx.emit("instance_norm", [x, None, None, scale, bias],
+                     eps=float(node.attr("epsilon", 1e-5)))]
+
+
+def _export_rms_norm(ctx, node):
+    if ctx.opset < 23:
+        ctx.decompose(node)
+        return
+    out = ctx.output_types(node)[0]
+    x, w = (_cast_all(ctx, node, out.dtype) + [""])[:2]
+    ns = tuple(node.params["normalized_shape"])
+    eps = node.params["eps"]
+    if eps is None:
+        eps = float(np.finfo(out.dtype.numpy).eps)
+    if not w:  # RMSNormalization needs a scale: ones of normalized_shape
+        w = ctx.make_node("Expand", [ctx.const(np.ones(1, out.dtype.numpy), hint="rms_one"),
+                                     ctx.shape(ns)], name="rms_scale")
+    ctx.make_node("RMSNormalization", [x, w], ctx.outputs(node), axis=-len(ns),
+                  epsilon=float(eps))
+
+
+def _import_rms_norm(ctx, node):
+    x, scale = node.inputs[0], node.inputs[1]
+    shape = ctx.type(x).shape
+    axis = node.attr("axis", -1) % len(shape)
+    ns = tuple(shape[axis:])
+    st = ctx.type(scale).shape
+    if tuple(st) != ns:
+        if len(st) > len(ns) or any(isinstance(d, Dim) for d in st) or numel(st) != numel(ns):
+            if not (numel(st) == 1 and not any(isinstance(d, Dim) for d in ns)):
+                ctx.unsupported(f"scale of shape {list(st)} for normalized shape {list(ns)}")
+        scale = ctx.emit("expand", [scale], shape=ns) if numel(st) == 1 else \
+            ctx.emit("reshape", [scale], shape=ns)
+    return [ctx.emit("rms_norm", [x, scale], normalized_shape=ns,
+                     eps=float(node.attr("epsilon", 1e-5)))]
+
+
+def _import_lp_normalization(ctx, node):
+    p = int(node.attr("p", 2))
+    if p not in (1, 2):
+        ctx.unsupported(f"LpNormalization with p={p}")
+    return [ctx.emit("normalize", [node.inputs[0]], p=float(p), axis=node.attr("axis", -1),
+                     eps=0.0)]
+
+
+ONNX = {
+    "group_norm": OnnxSpec(imports={"GroupNormalization": _import_group_norm},
+                           doc="its decomposition (Reshape, ReduceMean, Sub, Mul, Sqrt, Div)"),
+    "instance_norm": OnnxSpec(export=_export_instance_norm,
+                              imports={"InstanceNormalization": _import_instance_norm},
+                              doc="InstanceNormalization, or BatchNormalization for running "
+                                  "statistics"),
+    "rms_norm": OnnxSpec(export=_export_rms_norm,
+                         imports={"RMSNormalization": _import_rms_norm},
+                         doc="RMSNormalization (opset 23+) or its decomposition"),
+    "normalize": OnnxSpec(imports={"LpNormalization": _import_lp_normalization},
+                          doc="its decomposition (ReduceSum, Sqrt or Pow, Max, Div)"),
+    "conv1d": OnnxSpec(export=_export_conv1d, doc="Conv (1-D)"),
+    "max_pool1d": OnnxSpec(export=_export_pool1d("max_pool2d"), doc="MaxPool over (1, k)"),
+    "avg_pool1d": OnnxSpec(export=_export_pool1d("avg_pool2d"), doc="AveragePool over (1, k)"),
+    "adaptive_avg_pool1d": OnnxSpec(export=_export_adaptive(1, "avg"),
+                                    doc="GlobalAveragePool, AveragePool or MatMul"),
+    "adaptive_avg_pool2d": OnnxSpec(export=_export_adaptive(2, "avg"),
+                                    doc="GlobalAveragePool, AveragePool or MatMul"),
+    "adaptive_max_pool2d": OnnxSpec(export=_export_adaptive(2, "max"),
+                                    doc="GlobalMaxPool or MaxPool"),
+}
