@@ -68,6 +68,27 @@ def test_conv1d_and_pools_trace_over_a_symbolic_length():
                                            net(x).numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_conv_transpose_traces_over_symbolic_height_and_width(tmp_path):
+    w = randn(3, 2, 3, 3, seed=4)
+
+    def up(x):
+        return om.ops.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1)
+
+    traced = om.trace(up, randn(2, 3, 5, 6), "batch", None, "h", "w")
+    out_shape = traced.graph.values[traced.graph.outputs[0][1]].type.shape
+    assert [str(d) for d in out_shape] == ["batch", "2", "h*2", "w*2"]
+    x = randn(1, 3, 7, 4, seed=9)
+    for backend in om.backends():
+        with traced.create_session(backend=backend) as s:
+            np.testing.assert_allclose(s.run({"input": x})["output"].numpy(), up(x).numpy(),
+                                       rtol=1e-5, atol=1e-5)
+    pytest.importorskip("onnx")
+    traced.save_onnx(tmp_path / "up.onnx")
+    back = om.load_onnx(tmp_path / "up.onnx")
+    assert [n.op for n in back.graph.nodes] == ["conv_transpose2d"]
+    np.testing.assert_allclose(back(x).numpy(), up(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_a_too_short_length_is_refused_by_the_window_guard():
     w = randn(4, 3, 5, seed=1)
     traced = om.trace(lambda x: om.ops.conv1d(x, w), randn(2, 3, 16), "batch", None, "length")
@@ -120,6 +141,10 @@ def _torch_cases():
     yield "adaptive_avg_pool1d", (x,), {"output_size": 4}
     yield "adaptive_avg_pool2d", (x4,), {"output_size": (3, 4)}
     yield "adaptive_max_pool2d", (x4,), {"output_size": (3, 5)}
+    yield "conv_transpose2d", (x4, rng.standard_normal((3, 2, 3, 2)).astype(np.float32)), \
+        {"stride": (2, 3), "padding": 1, "output_padding": (1, 0), "dilation": (1, 2)}
+    yield "conv_transpose1d", (x, rng.standard_normal((3, 4, 3)).astype(np.float32)), \
+        {"stride": 2, "padding": 1, "output_padding": 1, "groups": 1}
     yield "binary_cross_entropy", (p, t), {"weight": w5}
     yield "binary_cross_entropy_with_logits", (logits, t), {"pos_weight": w5,
                                                            "reduction": "sum"}

@@ -254,3 +254,44 @@ def cosine_similarity(x1, x2, axis=1, eps=1e-8):
 REFERENCES.update({"group_norm": group_norm, "instance_norm": instance_norm,
                    "rms_norm": rms_norm, "normalize": normalize,
                    "cosine_similarity": cosine_similarity})
+
+
+# -- transposed convolutions: every input pixel scatters its weighted kernel ----------------------
+def _pair2(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+
+
+def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    (sh, sw), (ph, pw), (oh, ow), (dh, dw) = map(_pair2, (stride, padding, output_padding,
+                                                           dilation))
+    n, cin, h, w = x.shape
+    _, cog, kh, kw = weight.shape
+    H = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oh + 1
+    W = (w - 1) * sw - 2 * pw + dw * (kw - 1) + ow + 1
+    full = np.zeros((n, cog * groups, H + 2 * ph + sh + dh * kh, W + 2 * pw + sw + dw * kw))
+    cig = cin // groups
+    for b in range(n):
+        for ci in range(cin):
+            g = ci // cig
+            for y in range(h):
+                for xx in range(w):
+                    for co in range(cog):
+                        for i in range(kh):
+                            for j in range(kw):
+                                full[b, g * cog + co, y * sh + i * dh, xx * sw + j * dw] += \
+                                    x[b, ci, y, xx] * weight[ci, co, i, j]
+    out = full[:, :, ph:ph + H, pw:pw + W]
+    if bias is not None:
+        out = out + np.reshape(bias, (1, -1, 1, 1))
+    return out
+
+
+def conv_transpose1d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    return conv_transpose2d(x[:, :, None, :], weight[:, :, None, :], bias, (1, _one(stride)),
+                            (0, _one(padding)), (0, _one(output_padding)), groups,
+                            (1, _one(dilation)))[:, :, 0, :]
+
+
+REFERENCES.update({"conv_transpose2d": conv_transpose2d, "conv_transpose1d": conv_transpose1d})

@@ -42,6 +42,51 @@ def _export_conv1d(ctx, node):
                   group=int(p["groups"]))
 
 
+# -- transposed convolutions ----------------------------------------------------------------------
+def _ints(v, n):
+    return [int(e) for e in v] if isinstance(v, (tuple, list)) and len(v) == n else [int(
+        v[0] if isinstance(v, (tuple, list)) else v)] * n
+
+
+def _export_conv_transpose(n):
+    def export(ctx, node):
+        out = ctx.output_types(node)[0]
+        ins = _cast_all(ctx, node, out.dtype)
+        while ins and not ins[-1]:
+            ins.pop()
+        wt = ctx.input_types(node)[1]
+        p = node.params
+        pads = _ints(p["padding"], n)
+        ctx.make_node("ConvTranspose", ins, ctx.outputs(node),
+                      kernel_shape=[int(d) for d in wt.shape[2:]],
+                      strides=_ints(p["stride"], n), pads=pads + pads,
+                      output_padding=_ints(p["output_padding"], n),
+                      dilations=_ints(p["dilation"], n), group=int(p["groups"]))
+
+    return export
+
+
+def _import_conv_transpose(ctx, node):
+    x, w = node.inputs[0], node.inputs[1]
+    b = node.input(2) or None
+    rank = len(ctx.type(x).shape)
+    if rank not in (3, 4):
+        ctx.unsupported(f"a {rank - 2}-D ConvTranspose (1-D and 2-D are supported)")
+    n = rank - 2
+    if node.attr("output_shape"):
+        ctx.unsupported("ConvTranspose with output_shape (give pads and output_padding)")
+    if node.attr("auto_pad", "NOTSET") not in ("NOTSET", "", "VALID"):
+        ctx.unsupported(f"ConvTranspose with auto_pad={node.attr('auto_pad')}")
+    pads = list(node.attr("pads") or [0] * (2 * n))
+    if pads[:n] != pads[n:]:
+        ctx.unsupported(f"ConvTranspose with asymmetric pads {pads}")
+    params = {"stride": tuple(node.attr("strides") or [1] * n), "padding": tuple(pads[:n]),
+              "output_padding": tuple(node.attr("output_padding") or [0] * n),
+              "dilation": tuple(node.attr("dilations") or [1] * n),
+              "groups": int(node.attr("group", 1))}
+    return [ctx.emit("conv_transpose1d" if n == 1 else "conv_transpose2d", [x, w, b], **params)]
+
+
 # -- 1-D pools ----------------------------------------------------------------------------------
 def _export_pool1d(op2d):
     def export(ctx, node):
@@ -242,6 +287,9 @@ ONNX = {
     "normalize": OnnxSpec(imports={"LpNormalization": _import_lp_normalization},
                           doc="its decomposition (ReduceSum, Sqrt or Pow, Max, Div)"),
     "conv1d": OnnxSpec(export=_export_conv1d, doc="Conv (1-D)"),
+    "conv_transpose1d": OnnxSpec(export=_export_conv_transpose(1), doc="ConvTranspose (1-D)"),
+    "conv_transpose2d": OnnxSpec(export=_export_conv_transpose(2),
+                                 imports={"ConvTranspose": _import_conv_transpose}),
     "max_pool1d": OnnxSpec(export=_export_pool1d("max_pool2d"), doc="MaxPool over (1, k)"),
     "avg_pool1d": OnnxSpec(export=_export_pool1d("avg_pool2d"), doc="AveragePool over (1, k)"),
     "adaptive_avg_pool1d": OnnxSpec(export=_export_adaptive(1, "avg"),
