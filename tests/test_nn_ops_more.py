@@ -145,6 +145,21 @@ def _torch_cases():
         {"stride": (2, 3), "padding": 1, "output_padding": (1, 0), "dilation": (1, 2)}
     yield "conv_transpose1d", (x, rng.standard_normal((3, 4, 3)).astype(np.float32)), \
         {"stride": 2, "padding": 1, "output_padding": 1, "groups": 1}
+    yield "interpolate", (x4,), {"scale_factor": 2.0}
+    yield "interpolate", (x4,), {"size": (5, 13), "mode": "bilinear"}
+    yield "interpolate", (x4,), {"scale_factor": (1.5, 0.5), "mode": "bilinear",
+                                 "align_corners": True}
+    yield "interpolate", (x,), {"size": 4, "mode": "linear"}
+    yield "interpolate", (x,), {"scale_factor": 1.7}
+    yield "pixel_shuffle", (rng.standard_normal((2, 8, 3, 5)).astype(np.float32),), \
+        {"upscale_factor": 2}
+    yield "pixel_unshuffle", (x4[:, :, :6],), {"downscale_factor": 3}
+    yield "group_norm", (rng.standard_normal((2, 6, 3, 4)).astype(np.float32), 3), \
+        {"weight": rng.standard_normal(6).astype(np.float32)}
+    yield "instance_norm", (x4,), {"bias": rng.standard_normal(3).astype(np.float32)}
+    yield "rms_norm", (x4, (7, 9)), {}
+    yield "normalize", (x4,), {"p": 3.0, "dim": 2}
+    yield "cosine_similarity", (x4, x4[:1] + 0.5), {"dim": 1}
     yield "binary_cross_entropy", (p, t), {"weight": w5}
     yield "binary_cross_entropy_with_logits", (logits, t), {"pos_weight": w5,
                                                            "reduction": "sum"}
@@ -161,12 +176,13 @@ def _torch_cases():
 def test_matches_torch_forward_and_gradient(name, args, kwargs):
     torch = pytest.importorskip("torch")
     F = torch.nn.functional
-    targs = [torch.tensor(a, requires_grad=a.dtype.kind == "f") for a in args]
+    targs = [torch.tensor(a, requires_grad=a.dtype.kind == "f") if isinstance(a, np.ndarray)
+             else a for a in args]
     tkw = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
     want = getattr(F, name)(*targs, **tkw)
-    oargs = [Tensor.from_numpy(a) for a in args]
+    oargs = [Tensor.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args]
     for t in oargs:
-        if t.dtype.is_float:
+        if isinstance(t, Tensor) and t.dtype.is_float:
             t.requires_grad_(True)
     okw = {k: Tensor.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
     got = getattr(om.ops, name)(*oargs, **okw)
@@ -174,5 +190,43 @@ def test_matches_torch_forward_and_gradient(name, args, kwargs):
     want.sum().backward()
     got.sum().backward()
     for o, t in zip(oargs, targs):
-        if t.requires_grad:
+        if isinstance(t, torch.Tensor) and t.requires_grad:
             np.testing.assert_allclose(o.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_interpolate_traces_over_symbolic_sizes():
+    def up(x):
+        return om.ops.interpolate(x, scale_factor=2, mode="bilinear") + \
+            om.ops.interpolate(x, size=(x.shape[2] * 2, x.shape[3] * 2))
+
+    traced = om.trace(up, randn(2, 3, 5, 6), "batch", None, "h", "w")
+    x = randn(1, 3, 4, 9, seed=2)
+    with traced.create_session() as s:
+        np.testing.assert_allclose(s.run({"input": x})["output"].numpy(), up(x).numpy(),
+                                   rtol=1e-5, atol=1e-6)
+    with pytest.raises(om.OneModelError, match="scale_factor"):
+        om.trace(lambda t: om.ops.interpolate(t, scale_factor=1.5), randn(2, 3, 5, 6), "batch",
+                 None, "h", "w")
+
+
+@pytest.mark.parametrize("op_type,mode", [("DepthToSpace", "DCR"), ("DepthToSpace", "CRD"),
+                                          ("SpaceToDepth", None)])
+def test_depth_space_imports_match_onnxruntime(op_type, mode):
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    shape = [2, 8, 3, 4] if op_type == "DepthToSpace" else [2, 2, 6, 4]
+    attrs = {"blocksize": 2} | ({"mode": mode} if mode else {})
+    graph = helper.make_graph([helper.make_node(op_type, ["x"], ["y"], **attrs)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    from onemodel.formats.onnx_import import from_onnx
+
+    got = om.core.interpreter.run_graph(from_onnx(model), {"x": x})
+    np.testing.assert_array_equal(list(got.values())[0], want)

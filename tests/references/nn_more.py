@@ -295,3 +295,61 @@ def conv_transpose1d(x, weight, bias=None, stride=1, padding=0, output_padding=0
 
 
 REFERENCES.update({"conv_transpose2d": conv_transpose2d, "conv_transpose1d": conv_transpose1d})
+
+
+# -- interpolate / pixel_shuffle: output pixel by output pixel -----------------------------------
+def _source(j, n_in, n_out, mode, align_corners, scale):
+    """(index, weight) pairs of output j along one axis, PyTorch's coordinate rules."""
+    if mode == "nearest":
+        s = n_in / n_out if scale is None else 1.0 / scale
+        return [(min(int(math.floor(j * s)), n_in - 1), 1.0)]
+    if align_corners:
+        src = j * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    else:
+        s = n_in / n_out if scale is None else 1.0 / scale
+        src = max((j + 0.5) * s - 0.5, 0.0)
+    lo = min(int(math.floor(src)), n_in - 1)
+    hi = min(lo + 1, n_in - 1)
+    return [(lo, 1.0 - (src - lo)), (hi, src - lo)]
+
+
+def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    n = x.ndim - 2
+    sizes = size if isinstance(size, (tuple, list)) else ([size] * n if size is not None else None)
+    scales = scale_factor if isinstance(scale_factor, (tuple, list)) else [scale_factor] * n
+    outs = [sizes[a] if sizes else int(math.floor(x.shape[2 + a] * scales[a])) for a in range(n)]
+    out = np.zeros(x.shape[:2] + tuple(outs))
+    for cell in np.ndindex(*outs):
+        taps = [_source(cell[a], x.shape[2 + a], outs[a], mode, align_corners,
+                        None if sizes else scales[a]) for a in range(n)]
+        for combo in np.ndindex(*[len(t) for t in taps]):
+            idx = tuple(taps[a][combo[a]][0] for a in range(n))
+            w = math.prod(taps[a][combo[a]][1] for a in range(n))
+            out[(Ellipsis,) + cell] += w * x[(Ellipsis,) + idx]
+    return out
+
+
+def pixel_shuffle(x, upscale_factor):
+    r = upscale_factor
+    *lead, c, h, w = x.shape
+    out = np.zeros((*lead, c // (r * r), h * r, w * r))
+    for co in range(c // (r * r)):
+        for i in range(r):
+            for j in range(r):
+                out[..., co, i::r, j::r] = x[..., co * r * r + i * r + j, :, :]
+    return out
+
+
+def pixel_unshuffle(x, downscale_factor):
+    r = downscale_factor
+    *lead, c, h, w = x.shape
+    out = np.zeros((*lead, c * r * r, h // r, w // r))
+    for ci in range(c):
+        for i in range(r):
+            for j in range(r):
+                out[..., ci * r * r + i * r + j, :, :] = x[..., ci, i::r, j::r]
+    return out
+
+
+REFERENCES.update({"interpolate": interpolate, "pixel_shuffle": pixel_shuffle,
+                   "pixel_unshuffle": pixel_unshuffle})

@@ -87,6 +87,104 @@ def _import_conv_transpose(ctx, node):
     return [ctx.emit("conv_transpose1d" if n == 1 else "conv_transpose2d", [x, w, b], **params)]
 
 
+# -- interpolate / pixel_shuffle ----------------------------------------------------------------
+def _export_interpolate(ctx, node):
+    """Resize: nearest as asymmetric + floor, linear as align_corners or half_pixel (PyTorch's
+    rule, ONNX Runtime clamping the source index as PyTorch does); ``scales`` when a
+    scale_factor was given (the same source scale), else ``sizes`` (computed when symbolic)."""
+    (x,) = ctx.inputs(node)
+    xt = ctx.input_types(node)[0]
+    out = ctx.output_types(node)[0]
+    p = node.params
+    n = len(xt.shape) - 2
+    if p["mode"] == "nearest":
+        attrs = {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                 "nearest_mode": "floor"}
+    else:
+        attrs = {"mode": "linear", "coordinate_transformation_mode":
+                 "align_corners" if p["align_corners"] else "half_pixel"}
+    if p["scale_factor"] is not None:
+        sf = p["scale_factor"]
+        sf = list(sf) if isinstance(sf, (tuple, list)) else [sf] * n
+        scales = ctx.const(np.array([1.0, 1.0] + [float(v) for v in sf], np.float32),
+                           hint="scales")
+        ctx.make_node("Resize", [x, "", scales], ctx.outputs(node), **attrs)
+    else:
+        ctx.make_node("Resize", [x, "", "", ctx.shape(out.shape)], ctx.outputs(node), **attrs)
+
+
+def _import_resize(ctx, node):
+    x = node.inputs[0]
+    xt = ctx.type(x)
+    rank = len(xt.shape)
+    mode = node.attr("mode", "nearest")
+    ctm = node.attr("coordinate_transformation_mode", "half_pixel")
+    for attr, default in (("antialias", 0), ("exclude_outside", 0), ("axes", None)):
+        if node.attr(attr, default) not in (default, [], None):
+            ctx.unsupported(f"Resize with {attr}")
+    if rank not in (3, 4):
+        ctx.unsupported(f"Resize of a rank-{rank} tensor (1-D and 2-D spatial only)")
+    if mode == "nearest":
+        if ctm != "asymmetric" or node.attr("nearest_mode", "round_prefer_floor") != "floor":
+            ctx.unsupported(f"nearest Resize with coordinate_transformation_mode={ctm} and "
+                            f"nearest_mode={node.attr('nearest_mode', 'round_prefer_floor')} "
+                            f"(PyTorch's is asymmetric + floor)")
+        params = {"mode": "nearest"}
+    elif mode == "linear":
+        if ctm not in ("align_corners", "half_pixel", "pytorch_half_pixel"):
+            ctx.unsupported(f"linear Resize with coordinate_transformation_mode={ctm}")
+        params = {"mode": "linear" if rank == 3 else "bilinear",
+                  "align_corners": ctm == "align_corners"}
+    else:
+        ctx.unsupported(f"Resize mode {mode!r}")
+    scales = ctx.const(node.input(2)) if node.input(2) else None
+    if scales is not None and np.asarray(scales).size:
+        scales = [float(v) for v in np.asarray(scales).reshape(-1)]
+        if scales[:2] != [1.0, 1.0]:
+            ctx.unsupported("Resize scaling the batch or channel axis")
+        params["scale_factor"] = tuple(scales[2:])
+    else:
+        sizes = ctx.symbolic(node.input(3)) if node.input(3) else None
+        if sizes is None:
+            ctx.unsupported("Resize with sizes computed from data")
+        sizes = list(np.asarray(sizes).reshape(-1))
+        sizes = [int(v) if not isinstance(v, Dim) else v for v in sizes]
+        if ctm == "pytorch_half_pixel" and any(isinstance(v, Dim) or v == 1 for v in sizes[2:]):
+            ctx.unsupported("pytorch_half_pixel Resize to a size of 1 (or a symbolic size)")
+        params["size"] = tuple(sizes[2:])
+    return [ctx.emit("interpolate", [x], **params)]
+
+
+def _export_pixel_shuffle(ctx, node):
+    if len(ctx.input_types(node)[0].shape) != 4:
+        ctx.decompose(node)  # DepthToSpace wants (N, C, H, W)
+        return
+    ctx.make_node("DepthToSpace", ctx.inputs(node), ctx.outputs(node),
+                  blocksize=int(node.params["upscale_factor"]), mode="CRD")
+
+
+def _space_depth_import(to_space):
+    def rule(ctx, node):
+        x = node.inputs[0]
+        shape = ctx.type(x).shape
+        if len(shape) != 4:
+            ctx.unsupported(f"{node.op_type} of a rank-{len(shape)} tensor")
+        r = int(node.attr("blocksize"))
+        if node.attr("mode", "DCR") == "CRD":  # SpaceToDepth has a mode from opset 25
+            return [ctx.emit("pixel_shuffle" if to_space else "pixel_unshuffle", [x],
+                             **{"upscale_factor" if to_space else "downscale_factor": r})]
+        n, c, h, w = shape
+        if to_space:  # DCR: the block offset is the slow part of the channel
+            y = ctx.emit("reshape", [x], shape=(n, r, r, c // (r * r), h, w))
+            y = ctx.emit("permute", [y], axes=(0, 3, 4, 1, 5, 2))
+            return [ctx.emit("reshape", [y], shape=(n, c // (r * r), h * r, w * r))]
+        y = ctx.emit("reshape", [x], shape=(n, c, h // r, r, w // r, r))
+        y = ctx.emit("permute", [y], axes=(0, 3, 5, 1, 2, 4))
+        return [ctx.emit("reshape", [y], shape=(n, c * r * r, h // r, w // r))]
+
+    return rule
+
+
 # -- 1-D pools ----------------------------------------------------------------------------------
 def _export_pool1d(op2d):
     def export(ctx, node):
@@ -270,8 +368,11 @@ def _import_lp_normalization(ctx, node):
     p = int(node.attr("p", 2))
     if p not in (1, 2):
         ctx.unsupported(f"LpNormalization with p={p}")
+    # ONNX gives 0 for a zero vector: divide by max(norm, the dtype's smallest normal number),
+    # which leaves every other norm unchanged
+    tiny = float(np.finfo(ctx.type(node.inputs[0]).dtype.numpy).tiny)
     return [ctx.emit("normalize", [node.inputs[0]], p=float(p), axis=node.attr("axis", -1),
-                     eps=0.0)]
+                     eps=tiny)]
 
 
 ONNX = {
@@ -290,6 +391,15 @@ ONNX = {
     "conv_transpose1d": OnnxSpec(export=_export_conv_transpose(1), doc="ConvTranspose (1-D)"),
     "conv_transpose2d": OnnxSpec(export=_export_conv_transpose(2),
                                  imports={"ConvTranspose": _import_conv_transpose}),
+    "interpolate": OnnxSpec(export=_export_interpolate, imports={"Resize": _import_resize},
+                            doc="Resize (nearest asymmetric/floor, linear align_corners or "
+                                "half_pixel)"),
+    "pixel_shuffle": OnnxSpec(export=_export_pixel_shuffle,
+                              imports={"DepthToSpace": _space_depth_import(True)},
+                              doc="DepthToSpace (CRD); imports CRD and DCR"),
+    "pixel_unshuffle": OnnxSpec(imports={"SpaceToDepth": _space_depth_import(False)},
+                                doc="its decomposition (Reshape, Transpose); imports "
+                                    "SpaceToDepth"),
     "max_pool1d": OnnxSpec(export=_export_pool1d("max_pool2d"), doc="MaxPool over (1, k)"),
     "avg_pool1d": OnnxSpec(export=_export_pool1d("avg_pool2d"), doc="AveragePool over (1, k)"),
     "adaptive_avg_pool1d": OnnxSpec(export=_export_adaptive(1, "avg"),

@@ -10,7 +10,8 @@ import attrs
 from onemodel.registry import hookimpl
 
 from . import (activation, attention, conv, conv_more, ctc, dropout, embedding, fused, hard,
-               linear, losses, losses_more, norm, norm_more, pool, pool_more, rnn, triangle)
+               linear, losses, losses_more, norm, norm_more, pool, pool_more, resize, rnn,
+               triangle)
 from .passes import PASSES
 
 from .onnx_mapping import ONNX as _ONNX
@@ -23,7 +24,7 @@ def all_ops():
     ops = (*linear.OPS, *conv.OPS, *pool.OPS, *norm.OPS, *activation.OPS, *dropout.OPS,
            *embedding.OPS, *attention.OPS, *losses.OPS, *ctc.OPS, *hard.OPS, *fused.OPS,
            *rnn.OPS, *triangle.OPS, *losses_more.OPS, *conv_more.OPS,
-           *pool_more.OPS, *norm_more.OPS)
+           *pool_more.OPS, *norm_more.OPS, *resize.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 
