@@ -250,7 +250,7 @@ class ExportContext:
         from ..registry import REGISTRY
 
         rec = REGISTRY.tables().ops.get(node.op)
-        present = [t for t in self.input_types(node)]
+        present = self.input_types(node)  # None for an absent optional input
         try:
             sub = build(rec, present, node.params)
         except OneModelError as exc:
