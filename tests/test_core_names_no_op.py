@@ -22,7 +22,8 @@ ALLOWED = {
     # gain, not an op, and a model moving over from PyTorch passes them unchanged.
     ("nn/init.py", "conv2d"), ("nn/init.py", "sigmoid"), ("nn/init.py", "tanh"),
     ("nn/init.py", "relu"), ("nn/init.py", "linear"), ("nn/init.py", "leaky_relu"),
-    ("nn/init.py", "selu"),
+    ("nn/init.py", "selu"), ("nn/init.py", "conv1d"),
+    ("nn/init.py", "conv_transpose1d"), ("nn/init.py", "conv_transpose2d"),
     # names in messages and ONNX node names, not op lookups
     ("core/tensor.py", "arange"), ("core/tensor.py", "full"), ("formats/onnx_export.py", "cast"),
 }

@@ -135,6 +135,8 @@ def _function(name, arrays, params, const):
 @pytest.mark.parametrize("name,pnames", _SCALAR_OPS, ids=[n for n, _ in _SCALAR_OPS])
 def test_special_constants_in_scalar_params_match_eager(name, pnames):
     op = REGISTRY.tables().ops[name]
+    if isinstance(op.untraceable, str):  # no session can hold it (huber_loss, smooth_l1_loss)
+        pytest.skip(f"{name} is never traceable: {op.untraceable}")
     case = _case(op, np.random.default_rng(0))
     if case is None:
         pytest.skip(f"{name} has no sample with float inputs")

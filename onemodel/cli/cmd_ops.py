@@ -55,10 +55,11 @@ def _trace_short(op) -> str:
 def _onnx(op) -> str:
     spec = op.onnx
     if spec is None:
-        return "-"
+        return "export by decomposition" if op.decomposition is not None else "-"
     if spec.doc:
         return spec.doc
-    parts = ["export" if spec.export is not None else ""]
+    parts = ["export" if spec.export is not None else
+             ("export by decomposition" if op.decomposition is not None else "")]
     if spec.imports:
         parts.append("import " + ", ".join(sorted(spec.imports)))
     return "; ".join(p for p in parts if p) or "-"
@@ -66,10 +67,10 @@ def _onnx(op) -> str:
 
 def _onnx_short(op) -> str:
     spec = op.onnx
+    exports = op.decomposition is not None or (spec is not None and spec.export is not None)
     if spec is None:
-        return "-"
-    ways = [w for w, on in (("export", spec.export is not None), ("import", bool(spec.imports)))
-            if on]
+        return "export" if exports else "-"
+    ways = [w for w, on in (("export", exports), ("import", bool(spec.imports))) if on]
     return "both" if len(ways) == 2 else (ways[0] if ways else ("doc" if spec.doc else "-"))
 
 
@@ -119,8 +120,10 @@ def describe(name: str) -> dict:
         "gradient": op.vjp is not None,
         "traceable": {"yes": True, "no": False, "params": "depends on params"}[_trace_short(op)],
         "trace_refusal": _refusal(op),
-        "onnx": None if spec is None else {"export": spec.export is not None,
-                                           "imports": sorted(spec.imports), "doc": spec.doc},
+        "onnx": None if spec is None and op.decomposition is None else {
+            "export": op.decomposition is not None or spec.export is not None,
+            "imports": sorted(spec.imports) if spec else [], "doc": spec.doc if spec else ""},
+        "decomposition": op.decomposition is not None,
         "methods": [m for m in (*op.methods, *op.reflected, *op.inplace)],
         "kernels": _kernels(name, registry.kernels()),
     }

@@ -15,6 +15,7 @@ from .autograd import GradNode
 from .dtype import DType, DTypeError
 from .grad_mode import GradMode
 from .size_tensors import is_size_tensor, size_from_tensor
+from .symbolic import Dim
 from .symint import SymInt
 from .types import TensorType
 
@@ -33,7 +34,7 @@ def _check_param(op: OpDef, pname: str, p: Param, value: Any) -> Any:
     if kind in ("shape", "size"):
         value = _size_tensors_as_ints(op, pname, value)
     if kind in ("int", "size"):
-        if isinstance(value, SymInt):
+        if isinstance(value, (SymInt, Dim)):
             return value
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
             raise OpError(f"{where} must be an int, got {value!r}")
@@ -62,12 +63,13 @@ def _check_param(op: OpDef, pname: str, p: Param, value: Any) -> Any:
         except DTypeError as exc:
             raise OpError(f"{where}: {exc}") from None
     if kind in ("shape", "axes", "ints"):
-        if isinstance(value, (SymInt, numbers.Integral)) and not isinstance(value, bool):
-            return (value,) if kind == "shape" else (value if isinstance(value, SymInt) else int(value))
+        if isinstance(value, (SymInt, Dim, numbers.Integral)) and not isinstance(value, bool):
+            return (value,) if kind == "shape" else (
+                value if isinstance(value, (SymInt, Dim)) else int(value))
         if isinstance(value, (tuple, list)):
             out = []
             for v in value:
-                if isinstance(v, SymInt):
+                if isinstance(v, (SymInt, Dim)):  # Dim: a graph builder's symbolic size
                     out.append(v)
                 elif isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)):
                     out.append(int(v))
@@ -125,6 +127,16 @@ def _separate_sizes_hint(op: OpDef, names: list, pnames: list, rest: tuple) -> s
 
 def bind(op: OpDef, args: tuple, kwargs: dict) -> tuple[list, dict]:
     """Split a call into tensor inputs and validated params, with errors naming the argument."""
+    raw_inputs, params = split_call(op, args, kwargs)
+    names = [_input_name(i) for i in op.inputs]
+    inputs = _to_tensors(op, raw_inputs, names if not op.variadic else [names[0]] * len(raw_inputs))
+    return inputs, params
+
+
+def split_call(op: OpDef, args: tuple, kwargs: dict) -> tuple[list, dict]:
+    """`bind` without making tensors: the raw input arguments (None for an absent optional one)
+    and the validated params. A graph builder (`onemodel.core.decompose`) binds its own
+    values through it."""
     from .tensor import Tensor
 
     names = [_input_name(i) for i in op.inputs]
@@ -198,8 +210,7 @@ def bind(op: OpDef, args: tuple, kwargs: dict) -> tuple[list, dict]:
                 raise OpError(f"ops.{op.name}() missing parameter {pname!r}")
             params[pname] = p.default
         params[pname] = _check_param(op, pname, p, params[pname])
-    inputs = _to_tensors(op, raw_inputs, names if not op.variadic else [names[0]] * len(raw_inputs))
-    return inputs, params
+    return raw_inputs, params
 
 
 def _to_tensors(op: OpDef, raw: list, names: list[str]) -> list:

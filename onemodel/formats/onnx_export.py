@@ -45,6 +45,10 @@ A lowering reads the node (``node.op``, ``node.params``) and emits ONNX nodes th
 ``ctx.lower(op, inputs, input_types, params=None, outputs=None)``
     Lower another op record on ONNX values (a composite or fused op reuses its parts'
     lowerings); returns the output names. ``ctx.lowered_types`` holds their TensorTypes.
+``ctx.decompose(node)``
+    Lower the node through its op's ``decomposition`` (`OpDef.decomposition`): each part is
+    lowered by its own record. An op without ``onnx.export`` is lowered this way automatically;
+    a lowering calls it for the cases it has no direct ONNX op for (an older opset).
 ``ctx.unsupported(node, why)``
     Raise `OnnxExportError` naming the node, its source line and the reason.
 
@@ -201,7 +205,7 @@ class ExportContext:
         from ..registry import REGISTRY
 
         rec = REGISTRY.tables().ops.get(op)
-        if rec is None or rec.onnx is None or rec.onnx.export is None:
+        if not exportable(rec):
             raise OnnxExportError(f"no ONNX lowering for op {op!r} (needed by "
                                   f"{self.current.op if self.current else 'a lowering'})")
         params = dict(params or {}, **kw_params)
@@ -235,9 +239,40 @@ class ExportContext:
         saved = self.current
         sub = Node(op, tuple(in_names), tuple(out_names), params,
                    saved.source if saved is not None else None)
-        rec.onnx.export(self, sub)
+        export_node(self, rec, sub)
         self.current = saved
         return list(outputs)
+
+    def decompose(self, node: Node) -> None:
+        """Lower ``node`` as its op's decomposition: the parts' graph is built on the node's
+        input types (symbolic sizes kept) and each part lowered by its own record."""
+        from ..core.decompose import build
+        from ..errors import OneModelError
+        from ..registry import REGISTRY
+
+        rec = REGISTRY.tables().ops.get(node.op)
+        present = self.input_types(node)  # None for an absent optional input
+        try:
+            sub = build(rec, present, node.params)
+        except OneModelError as exc:
+            self.unsupported(node, f"its decomposition failed: {exc}")
+        names: dict[str, str] = {}
+        onnx_inputs = self.inputs(node)
+        for i, v in enumerate(present):
+            if v is not None:
+                names[f"in{i}"] = onnx_inputs[i]
+        for k, arr in sub.initializers.items():
+            names[k] = self.const(np.asarray(arr), DType.from_numpy(np.asarray(arr).dtype),
+                                  hint=f"{node.op}_c")
+        final = dict(zip((v for _, v in sub.outputs), self.outputs(node)))
+        for part in sub.nodes:
+            ins = ["" if i is None else names[i] for i in part.inputs]
+            types = [None if i is None else sub.values[i].type for i in part.inputs]
+            outs = [final.pop(o) if o in final else self.fresh(part.op) for o in part.outputs]
+            self.lower(part.op, ins, types, dict(part.params), outputs=outs)
+            names.update(zip(part.outputs, outs))
+        for v, out in final.items():  # an output that is an input or a constant of the parts
+            self.make_node("Identity", [names[v]], [out])
 
     def unsupported(self, node: Node, why: str):
         where = f" (recorded at {node.source})" if node.source else ""
@@ -433,6 +468,19 @@ def _check_opset(opset) -> int:
     return opset
 
 
+def exportable(rec) -> bool:
+    """The op has an ONNX lowering of its own or a decomposition to lower instead."""
+    return rec is not None and ((rec.onnx is not None and rec.onnx.export is not None)
+                                or rec.decomposition is not None)
+
+
+def export_node(ctx: ExportContext, rec, node: Node) -> None:
+    if rec.onnx is not None and rec.onnx.export is not None:
+        rec.onnx.export(ctx, node)
+    else:
+        ctx.decompose(node)
+
+
 def to_onnx(graph_or_traced, opset: int | None = None, *, check: bool = True,
             fold: bool = True, graph_name: str = "onemodel"):
     """The `onnx.ModelProto` for a graph (checked unless ``check=False``). ``fold`` first
@@ -450,8 +498,7 @@ def to_onnx(graph_or_traced, opset: int | None = None, *, check: bool = True,
     ops = REGISTRY.tables().ops
     missing: dict[str, int] = {}
     for n in graph.nodes:
-        op = ops.get(n.op)
-        if op is None or op.onnx is None or op.onnx.export is None:
+        if not exportable(ops.get(n.op)):
             missing[n.op] = missing.get(n.op, 0) + 1
     if missing:
         listed = ", ".join(f"{k} ({v} node{'s' if v != 1 else ''})" for k, v in
@@ -462,7 +509,7 @@ def to_onnx(graph_or_traced, opset: int | None = None, *, check: bool = True,
     for n in graph.nodes:
         ctx.current = n
         before = len(ctx.nodes)
-        ops[n.op].onnx.export(ctx, n)
+        export_node(ctx, ops[n.op], n)
         produced = {o for node in ctx.nodes[before:] for o in node.output}
         for o in ctx.outputs(n):
             if o not in produced:

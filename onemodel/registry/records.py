@@ -230,6 +230,11 @@ class OpDef:
       "bias", "eps")`` for ``layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5)``.
     * ``traits`` (`OpTraits`) are the facts passes and backends may rely on: pointwise with a
       scalar formula, a view, batch-major, a cost function.
+    * ``decomposition`` (optional) builds the op from other ops, PyTorch's
+      ``register_decomposition``: ``f(ops, *inputs, **params)`` called like ``kernel`` with
+      ``ops`` a namespace called like ``om.ops`` (see `onemodel.core.decompose`). ONNX export
+      uses it when the op has no ``onnx.export`` (or its export calls ``ctx.decompose``), and
+      `onemodel.passes.decompose` expands nodes with it for a backend without a kernel.
     * ``methods`` are Tensor method / operator names taking the tensor as first input,
       ``reflected`` operator names taking it as second (``__radd__``), ``inplace`` in-place
       method names (``add_``) whose result is written back into the tensor.
@@ -255,6 +260,7 @@ class OpDef:
     signature: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     traits: OpTraits = attrs.field(default=NO_TRAITS,
                                    validator=attrs.validators.instance_of(OpTraits))
+    decomposition: Callable | None = attrs.field(default=None, validator=_optional_callable)
 
     @property
     def variadic(self) -> bool:

@@ -1,4 +1,4 @@
-"""An example third-party op package for OneModel: `rms_norm` and `swish`.
+"""An example third-party op package for OneModel: `rms_norm_last` and `swish`.
 
 Installing it (``pip install -e examples/onemodel-ops-example``) makes both ops appear in
 ``onemodel ops`` and work eagerly, under autograd, in traces, in every backend and in ONNX —

@@ -1,7 +1,8 @@
 """How the example ops map to ONNX (standard domain only).
 
-* ``rms_norm`` exports as ``RMSNormalization`` where the opset has it (23+), else decomposed into
-  ``Mul, ReduceMean, Add, Sqrt, Div`` (which imports back as those primitives; same numbers).
+* ``rms_norm_last`` exports as ``RMSNormalization`` where the opset has it (23+), else through
+  its record's decomposition (``ctx.decompose``: ``Mul, ReduceMean, Add, Sqrt, Div``).
+  ``RMSNormalization`` imports as onemodel-ops-nn's ``rms_norm`` (one import rule per ONNX op).
 * ``swish`` exports as ``Swish`` (opset 24+), else ``x * Sigmoid(beta * x)``; the package's pass
   (``passes.py``) folds that pattern back into one ``swish`` node in optimised sessions.
 """
@@ -23,26 +24,7 @@ def export_rms_norm(ctx, node):
             scale = ctx.make_node("Expand", [scale, ctx.shape([xt.shape[-1]])], name="rms_scale")
         ctx.make_node("RMSNormalization", [x, scale], [y], axis=-1, epsilon=eps)
         return
-    sq = ctx.make_node("Mul", [x, x], name="rms_sq")
-    axes = ctx.ints([-1])
-    if ctx.opset >= 18:
-        mean = ctx.make_node("ReduceMean", [sq, axes], name="rms_mean", keepdims=1)
-    else:
-        mean = ctx.make_node("ReduceMean", [sq], name="rms_mean", axes=[-1], keepdims=1)
-    denom = ctx.make_node("Sqrt", [ctx.make_node("Add", [mean, ctx.const(eps, xt.dtype)])])
-    if weight:
-        normed = ctx.make_node("Div", [x, denom], name="rms_normed")
-        ctx.make_node("Mul", [normed, weight], [y])
-    else:
-        ctx.make_node("Div", [x, denom], [y])
-
-
-def import_rms_norm(ctx, node):
-    x, scale = node.inputs[0], node.inputs[1]
-    axis = node.attr("axis", -1)
-    if axis not in (-1, ctx.rank(x) - 1):
-        ctx.unsupported("rms_norm normalises over the last axis only")
-    return [ctx.emit("rms_norm", [x, scale], eps=float(node.attr("epsilon", 1e-5)))]
+    ctx.decompose(node)  # the record's decomposition, each part lowered by its own record
 
 
 def export_swish(ctx, node):
@@ -62,8 +44,8 @@ def import_swish(ctx, node):
 
 
 ONNX = {
-    "rms_norm": OnnxSpec(export=export_rms_norm, imports={"RMSNormalization": import_rms_norm},
-                         doc="RMSNormalization (opset 23+) or Mul/ReduceMean/Add/Sqrt/Div"),
+    "rms_norm_last": OnnxSpec(export=export_rms_norm,
+                              doc="RMSNormalization (opset 23+) or its decomposition"),
     "swish": OnnxSpec(export=export_swish, imports={"Swish": import_swish},
                       doc="Swish (opset 24+) or x * Sigmoid(beta * x)"),
 }

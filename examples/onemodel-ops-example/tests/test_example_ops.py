@@ -22,20 +22,20 @@ def reference_swish(x, beta=1.0):
 
 def test_ops_are_registered_by_this_package():
     ops = om.registry.ops()
-    assert ops["rms_norm"].provider.startswith("onemodel-ops-example")
+    assert ops["rms_norm_last"].provider.startswith("onemodel-ops-example")
     assert ops["swish"].provider.startswith("onemodel-ops-example")
 
 
 def test_eager_matches_reference():
     x = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
     w = np.linspace(0.5, 1.5, 5).astype(np.float32)
-    np.testing.assert_allclose(om.ops.rms_norm(Tensor.from_numpy(x), Tensor.from_numpy(w)).numpy(),
+    np.testing.assert_allclose(om.ops.rms_norm_last(Tensor.from_numpy(x), Tensor.from_numpy(w)).numpy(),
                                reference_rms_norm(x, w), rtol=1e-5)
     np.testing.assert_allclose(Tensor.from_numpy(x).swish(beta=2.0).numpy(), reference_swish(x, 2.0),
                                rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("name,reference", [("rms_norm", reference_rms_norm),
+@pytest.mark.parametrize("name,reference", [("rms_norm_last", reference_rms_norm),
                                             ("swish", reference_swish)])
 def test_each_op_passes_the_test_kit(name, reference):
     """onemodel.testing.check_op runs every sample of the record: the kernel against the
@@ -47,14 +47,14 @@ def test_each_op_passes_the_test_kit(name, reference):
 
 
 def model(x, w=Tensor.from_numpy(np.linspace(0.5, 1.5, 6).astype(np.float32))):
-    return om.ops.rms_norm(x.swish(), w)
+    return om.ops.rms_norm_last(x.swish(), w)
 
 
 @pytest.mark.parametrize("backend", om.backends() if hasattr(om, "backends") else ["numpy"])
 @pytest.mark.parametrize("level", ["none", "basic", "all"])
 def test_traces_and_runs_in_every_backend(backend, level):
     traced = om.trace(model, Tensor.randn(DType.F32, 4, 6, seed=2), "batch", None)
-    assert {n.op for n in traced.graph.nodes} >= {"rms_norm", "swish"}
+    assert {n.op for n in traced.graph.nodes} >= {"rms_norm_last", "swish"}
     x = Tensor.randn(DType.F32, 9, 6, seed=3)
     with traced.create_session(backend=backend, optimization=level) as session:
         got = session.run({"input": x})["output"]
@@ -81,10 +81,10 @@ def test_onnx_export_uses_standard_ops_by_opset(tmp_path, opset):
     types = {n.op_type for n in onnx.load(str(tmp_path / "m.onnx")).graph.node}
     if opset >= 24:
         assert {"RMSNormalization", "Swish"} <= types
-        back = om.load_onnx(tmp_path / "m.onnx")
+        back = om.load_onnx(tmp_path / "m.onnx")  # RMSNormalization reads as OneModel's rms_norm
         assert {n.op for n in back.graph.nodes} >= {"rms_norm", "swish"}
-    else:
-        assert "Sigmoid" in types and "ReduceMean" in types
+    else:  # below opset 23, rms_norm_last goes through its decomposition
+        assert "Sigmoid" in types and {"ReduceMean", "Sqrt", "Div"} <= types
     x = Tensor.randn(DType.F32, 3, 6, seed=6)
     np.testing.assert_allclose(om.load_onnx(tmp_path / "m.onnx")(x).numpy(), model(x).numpy(),
                                rtol=1e-5, atol=1e-6)
@@ -119,3 +119,12 @@ def test_numpy_backend_uses_the_package_kernel():
     kernels = om.registry.kernels()
     assert ("numpy", "swish") in kernels
     assert kernels[("numpy", "swish")].provider.startswith("onemodel-ops-example")
+
+
+def test_the_decomposition_matches_the_kernel():
+    x = Tensor.randn(DType.F32, 3, 6, seed=5)
+    w = Tensor.randn(DType.F32, 6, seed=6)
+    rec = om.registry.get_op("rms_norm_last")
+    got = rec.decomposition(om.ops, x, w, eps=1e-6)
+    np.testing.assert_allclose(got.numpy(), om.ops.rms_norm_last(x, w).numpy(), rtol=1e-5,
+                               atol=1e-6)

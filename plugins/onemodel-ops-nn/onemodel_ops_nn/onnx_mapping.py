@@ -123,15 +123,9 @@ def _import_conv(ctx, node):
     dilations = node.attr("dilations") or [1] * n
     pads = _auto_pads(ctx, node, xt.shape[2:], kernel, strides, dilations)
     group = node.attr("group", 1)
-    if n == 1:
-        x = ctx.emit("unsqueeze", [x], axis=2)
-        w = ctx.emit("unsqueeze", [w], axis=2)
-        strides, dilations, pads = [1] + strides, [1] + dilations, [0] + pads
-    y = ctx.emit("conv2d", [x, w, b], stride=tuple(strides), padding=tuple(pads),
-                 dilation=tuple(dilations), groups=group)
-    if n == 1:
-        y = ctx.emit("squeeze", [y], axis=(2,))
-    return [y]
+    op = "conv1d" if n == 1 else "conv2d"
+    return [ctx.emit(op, [x, w, b], stride=tuple(strides), padding=tuple(pads),
+                     dilation=tuple(dilations), groups=group)]
 
 
 def _pool_pads(padding):

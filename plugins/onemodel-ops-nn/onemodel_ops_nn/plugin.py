@@ -9,20 +9,23 @@ import attrs
 
 from onemodel.registry import hookimpl
 
-from . import (activation, activation_more, attention, conv, ctc, dropout, embedding, fused,
-               hard, linear, losses, norm, pool, rnn, triangle)
+from . import (activation, activation_more, attention, conv, conv_more, ctc, dropout, embedding,
+               fused, hard, linear, losses, losses_more, norm, norm_more, pool, pool_more, resize,
+               rnn, triangle)
 from .passes import PASSES
 
 from .onnx_activation_more import ONNX as _ACTIVATION_MORE_ONNX
-from .onnx_mapping import ONNX
+from .onnx_mapping import ONNX as _ONNX
+from .onnx_mapping_more import ONNX as _ONNX_MORE
 
-ONNX = {**ONNX, **_ACTIVATION_MORE_ONNX}
+ONNX = {**_ONNX, **_ONNX_MORE, **_ACTIVATION_MORE_ONNX}
 
 
 def all_ops():
     ops = (*linear.OPS, *conv.OPS, *pool.OPS, *norm.OPS, *activation.OPS, *dropout.OPS,
            *embedding.OPS, *attention.OPS, *losses.OPS, *ctc.OPS, *hard.OPS, *fused.OPS,
-           *rnn.OPS, *triangle.OPS, *activation_more.OPS)
+           *rnn.OPS, *triangle.OPS, *activation_more.OPS, *losses_more.OPS, *conv_more.OPS,
+           *pool_more.OPS, *norm_more.OPS, *resize.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 
