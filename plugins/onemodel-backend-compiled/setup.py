@@ -14,6 +14,7 @@ setup(ext_modules=[Extension(
              "onemodel_backend_compiled/csrc/om_prologue.h",
              "onemodel_backend_compiled/csrc/om_transpose8.h",
              "onemodel_backend_compiled/csrc/om_masks.h",
+             "onemodel_backend_compiled/csrc/om_vmath.h",
              "onemodel_backend_compiled/csrc/om_program.h",
              "onemodel_backend_compiled/csrc/om_pool.h",
              "onemodel_backend_compiled/csrc/om_split.h"],

@@ -145,6 +145,9 @@ class Lowering:
         self.numpy_kernels = numpy_kernels or {}
         self.native_nodes = 0
         self.fallback_nodes: list[str] = []
+        #: why a node a rule was tried on runs on numpy (by its id): the Unsupported message,
+        #: a formula's call the VM lacks say (describe() prints it)
+        self.fallback_reasons: dict[int, str] = {}
         self._lower()
 
     # -- memory ----------------------------------------------------------------------------------
@@ -297,8 +300,9 @@ class Lowering:
                 snap = self._snapshot()
                 try:
                     done = rule(self, node, params) is not False
-                except Unsupported:
+                except Unsupported as exc:
                     done = False
+                    self.fallback_reasons[id(node)] = str(exc)
                 if not done:
                     self._restore(snap)
             if done:
@@ -437,7 +441,9 @@ class Lowering:
                     lines.append(f"  {P.NAMES.get(ins[0], ins[0]):<11} "
                                  f"{node.op} -> %{', %'.join(node.outputs)}")
             else:
-                lines.append(f"numpy: {seg.node.op} -> %{', %'.join(seg.node.outputs)}")
+                why = self.fallback_reasons.get(id(seg.node))
+                lines.append(f"numpy: {seg.node.op} -> %{', %'.join(seg.node.outputs)}"
+                             + (f"  (not native: {why})" if why else ""))
         return "\n".join(lines) + "\n"
 
 

@@ -41,7 +41,7 @@ MAX_COUNT = (1 << P.BUF_SHIFT) - 1
 MAX_WINDOW = 1 << 16
 #: the VM's limits (csrc/om_program.h)
 VM_MAXREG, VM_MAXIN, VM_MAXCONST = 16, 16, 32
-VM_OPCODES = frozenset(range(1, 25)) | frozenset(range(30, 37))
+VM_OPCODES = frozenset(range(1, 25)) | frozenset(range(30, 37)) | frozenset(range(40, 59))
 VM_LOAD, VM_CONST, VM_LOADI64 = 1, 2, 30
 GEMM_ACTS = frozenset(range(6))        # store_tile / store16 (om_kernels.h)
 CONV_ACTS = frozenset(range(10))       # act_rows, with parameters

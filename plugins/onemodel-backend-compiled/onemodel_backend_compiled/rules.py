@@ -765,8 +765,12 @@ def _formula_of(lw: Lowering, op_name: str, params):
     pw = getattr(getattr(op, "traits", None), "pointwise", None)
     if pw is None:
         return None
+    # a node built without its defaults (GraphBuilder, an import) means them, as its kernel
+    full = {k: p.default for k, p in getattr(op, "params", {}).items()
+            if not getattr(p, "required", True)}
+    full.update(params)
     try:
-        return pw.expression(op.inputs, params)
+        return pw.expression(op.inputs, full)
     except Exception:  # noqa: BLE001 - a formula we cannot read: no native lowering
         return None
 
@@ -779,7 +783,7 @@ def _step(lw: Lowering, vm: VMBuilder, op_name: str, params, regs):
     except Unsupported:
         tree = _formula_of(lw, op_name, params)
         if tree is None:
-            raise
+            raise Unsupported(f"{op_name}: no formula for these params") from None
         vm.pinned.update(regs)  # a formula may read an input more than once
         try:
             return formula_code(vm, tree, dict(zip(names, regs)))
@@ -811,26 +815,31 @@ def pointwise_rule(lw: Lowering, node, params):
         lw.bind(out, acc)
         return
     vm = VMBuilder()
+
+    def load(v):
+        return vm.load_bool(v) if lw.is_bool(v) else vm.load(v)
+
     if node.op == "elementwise_chain":
         acc = None
         for op_name, args, sparams in params["steps"]:
-            regs = [acc if j == ACC else vm.load(node.inputs[j]) for j in args]
+            regs = [acc if j == ACC else load(node.inputs[j]) for j in args]
             acc = _step(lw, vm, op_name, dict(sparams), regs)
     else:
-        regs = [vm.load(v) for v in node.inputs if v is not None]
+        regs = [load(v) for v in node.inputs if v is not None]
         acc = _step(lw, vm, node.op, params, regs)
-    if not _vm_dtypes_ok(lw, node, vm.inputs):
+    if not _vm_dtypes_ok(lw, node, vm.inputs, acc in vm.bools):
         raise Unsupported("dtype")
     vm.finish(acc)
     _emit_vm(lw, vm, None, {})
 
 
-def _vm_dtypes_ok(lw: Lowering, node, inputs) -> bool:
-    """float32 results of float32 or bool inputs (bools are 0.0 / 1.0, numpy's promotion); a
-    bool result only of ops that are logical on 0 / 1 (and: mul, or: maximum, minimum)."""
-    if lw.is_f32(node.outputs[0]):
-        return all(lw.is_f32(v) or lw.is_bool(v) for v in inputs)
-    return node.op in ("mul", "maximum", "minimum") and all(lw.is_bool(v) for v in inputs)
+def _vm_dtypes_ok(lw: Lowering, node, inputs, bool_result: bool) -> bool:
+    """float32 or bool inputs (bools are 0.0 / 1.0, numpy's promotion); a float32 result, or a
+    bool one when the program's result is a bool (a comparison, a logical op, isnan /
+    isfinite, or mul / maximum / minimum / where of bools: and, or, select)."""
+    if not all(lw.is_f32(v) or lw.is_bool(v) for v in inputs):
+        return False
+    return lw.is_f32(node.outputs[0]) or (lw.is_bool(node.outputs[0]) and bool_result)
 
 
 def _emit_vm(lw: Lowering, vm: VMBuilder, dst: Loc | None, extra: dict) -> None:

@@ -25,6 +25,7 @@ from onemodel_backend_compiled import program as P
 
 F = "f"  # a float's bits: not an address or a size (skipped)
 A, N, S, C, R = "addr", "count", "stride", "code", "reg"
+O = "vm opcode"  # a VM instruction's opcode: the gaps between the opcode ranges too
 #: the kind of each field of each instruction, from the field lists in csrc/ (written out
 #: here, not taken from plan_check, so the two are independent)
 KINDS = {
@@ -54,7 +55,7 @@ def kinds(ins: list) -> list:
         nin = f[0]
         k = [N] + [N] * 4 + [A] + [S] * 4 + [A, S, S, S, S] * nin
         ncode = f[len(k)]
-        k += [N] + [C, R, R, R] * ncode
+        k += [N] + [O, R, R, R] * ncode
         return k + [N] + [F] * f[len(k)]
     if op == P.I_CONCAT:
         return [A, N, N, N] + [A, N, S] * f[3]
@@ -72,6 +73,8 @@ def hostile(kind: str, value: int, sizes: list) -> list:
         return [-1, 1 << 31, 1 << 62]
     if kind == C:
         return [-1, 1 << 62]
+    if kind == O:  # 25-29, 37-39: between the ranges; 59: one past om_vmath.h's
+        return [-1, 0, 25, 37, 39, 59, 1 << 62]
     if kind == R:
         return [-1, 16]  # 16: one past the VM's registers
     return []

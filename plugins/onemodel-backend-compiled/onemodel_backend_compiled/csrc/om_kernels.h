@@ -923,6 +923,7 @@ static void SFX(pack_bt)(const float *src, long K, long N, long ld, float *dst) 
 
 /* -- the pointwise VM: a chain of ops over blocks of 64 elements -------------------------------- */
 #include "om_masks.h"
+#include "om_vmath.h"
 
 #define VM_BLK 64
 /* rd = f(ra): 8 lanes at a time (VEC, of the V8 v), the scalar formula (SCALAR, of i) for the
@@ -978,6 +979,7 @@ static __attribute__((noinline)) void SFX(vm_block)(const int64_t *code, long nc
         case VM_SWISH: OM_VM_UNARY8(v * SFX(sigmoid8)(v), ra[i] * om_sigmoid(ra[i])); break;
         case VM_COPY: memcpy(rd, ra, n * sizeof(float)); break;
         OM_VM_MASK_CASES
+        OM_VM_MATH_CASES
         default: break;
         }
     }

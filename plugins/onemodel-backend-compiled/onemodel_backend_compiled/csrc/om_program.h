@@ -16,7 +16,12 @@ enum { VM_LOAD = 1, VM_CONST, VM_ADD, VM_SUB, VM_MUL, VM_DIV, VM_MAX, VM_MIN, VM
        VM_GELU_TANH, VM_SQUARE, VM_RECIP, VM_SWISH, VM_COPY,
        /* masks (om_masks.h): an int64 load, bools as 0.0 / 1.0, where reads its condition
         * from the destination register */
-       VM_LOADI64 = 30, VM_ISNAN, VM_WHERE, VM_EQ, VM_NE, VM_LT, VM_LE };
+       VM_LOADI64 = 30, VM_ISNAN, VM_WHERE, VM_EQ, VM_NE, VM_LT, VM_LE,
+       /* om_vmath.h: trigonometry, rounding, log1p / expm1, float division's remainders,
+        * logical ops on 0.0 / 1.0 */
+       VM_SIN = 40, VM_COS, VM_TAN, VM_ASIN, VM_ACOS, VM_ATAN, VM_ATAN2, VM_FLOOR, VM_CEIL,
+       VM_RINT, VM_LOG1P, VM_EXPM1, VM_FMOD, VM_REMAINDER, VM_FLOORDIV, VM_AND, VM_OR, VM_NOT,
+       VM_ISFINITE };
 #define VM_MAXREG 16
 #define VM_MAXIN 16
 #define VM_MAXCONST 32

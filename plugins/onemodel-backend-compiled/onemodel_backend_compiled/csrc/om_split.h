@@ -97,7 +97,10 @@ static double SFX(vm_cost)(const int64_t *f) {
     for (long i = 0; i < ncode; i++) {
         switch ((int)code[4 * i]) {
         case VM_EXP: case VM_LOG: case VM_POW: case VM_TANH: case VM_SIGMOID: case VM_ERF:
-        case VM_GELU: case VM_GELU_TANH: case VM_SWISH: case VM_SQRT: c += 100.0; break;
+        case VM_GELU: case VM_GELU_TANH: case VM_SWISH: case VM_SQRT:
+        case VM_SIN: case VM_COS: case VM_TAN: case VM_ASIN: case VM_ACOS: case VM_ATAN:
+        case VM_ATAN2: case VM_LOG1P: case VM_EXPM1: case VM_FMOD: case VM_REMAINDER:
+        case VM_FLOORDIV: c += 100.0; break;
         default: c += 10.0; break;
         }
     }
