@@ -1,41 +1,14 @@
-"""Op traits on the record: every pointwise formula agrees with its op's kernel, the records'
-trait fields are validated, and the traits the passes and backends rely on are declared."""
+"""Op traits on the record: the records' trait fields are validated, and the traits the passes
+and backends rely on are declared (every formula against its kernel is the test kit's
+``formula`` check, run over the registry by tests/test_ops_generic.py)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 import onemodel as om
-from onemodel.core.pointwise import function
 from onemodel.registry import OpDef, OpTraits, Pointwise, Sample
 from onemodel.registry.formula import FormulaError, parse
-
-
-def _pointwise_cases():
-    rng = np.random.default_rng(1)
-    for name, op in sorted(om.registry.ops().items()):
-        if op.traits.pointwise is None:
-            continue
-        for i, s in enumerate(op.samples(rng)):
-            yield pytest.param(op, s, id=f"{name}-{s.name or i}")
-
-
-@pytest.mark.parametrize("op, sample", list(_pointwise_cases()))
-def test_formula_matches_kernel(op, sample):
-    arrays = [np.asarray(a) for a in sample.args]
-    floats = [a for a in arrays if a.dtype.kind == "f"]
-    if not floats or len({a.dtype for a in floats}) != 1 or any(
-            a.dtype.kind not in "fb" for a in arrays):
-        pytest.skip("formulas are promised for float inputs of one dtype only")
-    names = tuple(i.rstrip("?") for i in op.inputs)
-    params = {k: p.default for k, p in op.params.items() if not p.required}
-    params.update(sample.params)
-    expr = op.traits.pointwise.expression(op.inputs, params)
-    assert expr is not None, f"{op.name}: no formula for params {params}"
-    got = function(expr, names)(*arrays)
-    want = op.kernel(*arrays, **params)
-    np.testing.assert_allclose(np.asarray(got, dtype=np.float64), np.asarray(want, np.float64),
-                               rtol=1e-6, atol=1e-12, err_msg=op.name)
 
 
 def test_pointwise_ops_are_declared():

@@ -8,7 +8,8 @@ import pytest
 import onemodel as om
 from onemodel import testing
 from onemodel.core import TensorType
-from onemodel.registry import KernelDef, OpDef, Param, Sample, hookimpl
+from onemodel.registry import (KernelDef, OpDef, OpTraits, Param, Pointwise, Sample,
+                               hookimpl)
 
 
 def _cube_vjp(ctx, g):
@@ -37,9 +38,38 @@ def test_a_good_record_passes_every_check_and_is_unregistered_afterwards():
     report = testing.check_op(_cube(), reference=_reference)
     assert {c.check for c in report.passed} == {"reference", "inference", "gradient", "trace",
                                                 "sessions"}
-    assert [c.check for c in report.skipped] == ["onnx", "onnx"]  # no mapping: skipped, said why
+    # not pointwise, and no ONNX mapping: skipped, and the report says why
+    assert [c.check for c in report.skipped] == ["formula", "onnx", "formula", "onnx"]
     assert "no ONNX export mapping" in str(report)
     assert "kit_cube" not in om.registry.ops()
+
+
+def _tripled(kernel_factor: float, formula: str = "x * 3"):
+    """A pointwise op whose formula may disagree with its kernel (x*3 beside x*2)."""
+    return OpDef(name="kit_tripled", inputs=("x",), kernel=lambda x: x * kernel_factor,
+                 infer=lambda t: TensorType(t.dtype, t.shape), vjp=lambda ctx, g: (g * 3,),
+                 traits=OpTraits(pointwise=Pointwise(formula=formula)),
+                 samples=lambda rng: [Sample(args=(rng.standard_normal((2, 3)),), name="plain")])
+
+
+def test_a_formula_unlike_its_kernel_is_caught_in_float64_and_float32():
+    """A formula x*3 beside a kernel x*2 passed every check with float64 samples and then gave
+    wrong numbers on the compiled backend and at level 'all': the formula check names it."""
+    assert {c.check for c in testing.check_op(_tripled(3.0)).passed} >= {"formula", "sessions"}
+    with pytest.raises(testing.OpCheckError) as info:
+        testing.check_op(_tripled(2.0), checks=["formula"])
+    assert "formula kit_tripled[plain]" in str(info.value)
+    assert "the formula against the kernel" in str(info.value)
+    with pytest.raises(testing.OpCheckError) as info:
+        testing.check_op(_tripled(2.0), checks=["sessions"])
+    assert "at float32" in str(info.value)
+
+
+def test_a_formula_wrong_only_in_float32_is_caught():
+    """Right in float64, wrong in float32 (the precision float64 samples never miss)."""
+    op = _tripled(3.0, "((x + 10000.0) - 10000.0) * 3")
+    with pytest.raises(testing.OpCheckError, match="float32 inputs"):
+        testing.check_op(op, checks=["formula"])
 
 
 def test_installed_ops_by_name():

@@ -5,8 +5,11 @@ skipped with the reason) or raises `OpCheckError` naming the op, the sample and 
 * ``inference``: ``infer``'s types against the eager result's dtype and shape;
 * ``gradient``: ``vjp`` against central finite differences, inputs in float64;
 * ``trace``: the op recorded by a Tracer and run as a graph equals the eager call;
+* ``formula``: a pointwise op's formula (what fusing passes and the compiled backend run)
+  against its kernel, on the sample's float inputs as they are and cast to float32;
 * ``sessions``: a one-node graph in a Session on every installed backend (each backend's own
-  kernel, when it has one) equals the reference interpreter (the op's kernel);
+  kernel, when it has one) equals the reference interpreter (the op's kernel); a pointwise op
+  runs there at float32 too, the dtype the compiled backend lowers its formula for;
 * ``onnx``: exported, run in ONNX Runtime when installed, imported back, where a mapping exists.
 """
 from __future__ import annotations
@@ -16,6 +19,7 @@ import functools
 import numpy as np
 
 from ..core.dispatch import apply
+from ..core.pointwise import function
 from ..core.grad_mode import GradMode
 from ..core.interpreter import run_graph
 from ..core.session import Session, backends as installed_backends
@@ -28,7 +32,7 @@ from .report import Check, OpCheckError, fail
 from .samples import (bind_sample, call_sample, flat, output_types, sample_arrays, sample_call,
                       sample_graph, sample_tensors)
 
-CHECKS = ("reference", "inference", "gradient", "trace", "sessions", "onnx")
+CHECKS = ("reference", "inference", "gradient", "trace", "formula", "sessions", "onnx")
 
 
 def subject(op: OpDef, sample: Sample, index: int | None = None) -> str:
@@ -189,15 +193,63 @@ def check_trace(op: OpDef, sample: Sample, *, rtol: float = 1e-5, atol: float = 
     return Check("trace", where)
 
 
+def _float_inputs(sample: Sample) -> bool:
+    """Whether the sample's inputs are floats of one dtype (bools beside them allowed): the
+    inputs a pointwise formula is promised for."""
+    arrays = [np.asarray(a) for a in flat(list(sample.args)) if a is not None]
+    floats = {a.dtype for a in arrays if a.dtype.kind == "f"}
+    return len(floats) == 1 and all(a.dtype.kind in "fb" for a in arrays)
+
+
+@_named("formula")
+def check_formula(op: OpDef, sample: Sample, *, rtol: float = 1e-6, atol: float = 1e-12,
+                  rtol32: float = 1e-5, atol32: float = 1e-6) -> Check:
+    """A pointwise formula against the kernel on the sample's inputs and on them cast to
+    float32: a formula that differs from its kernel gives wrong numbers wherever it is fused or
+    compiled, which float64 sessions alone never show (the compiled backend lowers float32)."""
+    where = subject(op, sample)
+    if op.traits.pointwise is None:
+        return Check("formula", where, "not a pointwise op")
+    if not _float_inputs(sample):
+        return Check("formula", where, "formulas are promised for float inputs of one dtype")
+    _inputs, params = bind_sample(op, sample)
+    expr = op.traits.pointwise.expression(op.inputs, params)
+    if expr is None:
+        return Check("formula", where, f"no formula for params {params}")
+    fn = function(expr, tuple(i.rstrip("?") for i in op.inputs), f"formula_{op.name}")
+    for dtype, rt, at in ((None, rtol, atol), (np.float32, rtol32, atol32)):
+        arrays = sample_arrays(sample, dtype)
+        with np.errstate(all="ignore"):
+            got = np.asarray(fn(*arrays))
+            want = np.asarray(op.kernel(*arrays, **params))
+        label = "float32 inputs" if dtype is not None else "the sample's inputs"
+        if got.shape != want.shape:
+            fail("formula", where, f"on {label} the formula gives shape {got.shape}, the kernel "
+                                   f"{want.shape}")
+        assert_close("formula", f"{where} on {label}, the formula against the kernel",
+                     got.astype(np.float64), want.astype(np.float64), rt, at)
+    return Check("formula", where)
+
+
 @_named("sessions")
 def check_sessions(op: OpDef, sample: Sample, backends=None, levels=("none", "all"), *,
                    rtol: float = 1e-5, atol: float = 1e-6) -> Check:
     """A one-node graph of the sample in a Session on each backend (all installed ones by
-    default) at each optimization level equals the reference interpreter."""
+    default) at each optimization level equals the reference interpreter; a pointwise op's
+    float sample runs at float32 as well (within float32's tolerance), where the compiled
+    backend runs the formula instead of the kernel."""
     where = subject(op, sample)
     built = sample_graph(op, sample)
     if built is None:
         return Check("sessions", where, "the op refuses to be a graph node with these params")
+    _sessions(where, built, backends, levels, rtol, atol)
+    if op.traits.pointwise is not None and _float_inputs(sample):
+        _sessions(f"{where} at float32", sample_graph(op, sample, np.float32), backends, levels,
+                  1e-4, 1e-5)
+    return Check("sessions", where)
+
+
+def _sessions(where: str, built, backends, levels, rtol: float, atol: float) -> None:
     graph, feeds = built
     graph.verify()
     want = run_graph(graph, feeds)
@@ -212,7 +264,6 @@ def check_sessions(op: OpDef, sample: Sample, backends=None, levels=("none", "al
                          f"{name} is {g.dtype}, the reference interpreter gives {w.dtype}")
                 assert_close("sessions", f"{where} on {backend} at {level}, {name}", g, w,
                              rtol, atol)
-    return Check("sessions", where)
 
 
 @_named("onnx")
