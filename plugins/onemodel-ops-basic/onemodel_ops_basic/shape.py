@@ -330,22 +330,32 @@ def _split_sizes(size, sizes, op="split") -> tuple:
     return (chunk,) * n_full + ((rest,) if rest else ())
 
 
-def _split_infer(x, sizes, axis=0):
+def pieces_infer(x, axis, sizes_of, op: str, verb: str) -> tuple:
+    """The types of ``x`` cut along ``axis`` into ``sizes_of(size)``: split's and chunk's."""
     if x.ndim == 0:
-        raise OpError("ops.split: a zero-dimensional tensor cannot be split")
-    a = norm_axis(axis, x.ndim, "split")
+        raise OpError(f"ops.{op}: a zero-dimensional tensor cannot be {verb}")
+    a = norm_axis(axis, x.ndim, op)
     out = []
-    for s in _split_sizes(x.shape[a], sizes):
+    for s in sizes_of(x.shape[a]):
         shape = list(x.shape)
         shape[a] = s
         out.append(TensorType(x.dtype, shape))
     return tuple(out)
 
 
-def _split(x, sizes, axis=0):
-    a = norm_axis(axis, x.ndim, "split")
-    cuts = np.cumsum(_split_sizes(x.shape[a], sizes))[:-1]
+def pieces(x, axis, sizes_of, op: str) -> tuple:
+    """``x`` cut along ``axis`` into ``sizes_of(size)`` (views)."""
+    a = norm_axis(axis, x.ndim, op)
+    cuts = np.cumsum(sizes_of(x.shape[a]))[:-1]
     return tuple(np.split(x, cuts, axis=a))
+
+
+def _split_infer(x, sizes, axis=0):
+    return pieces_infer(x, axis, lambda n: _split_sizes(n, sizes), "split", "split")
+
+
+def _split(x, sizes, axis=0):
+    return pieces(x, axis, lambda n: _split_sizes(n, sizes), "split")
 
 
 def _split_vjp(ctx, *grads):

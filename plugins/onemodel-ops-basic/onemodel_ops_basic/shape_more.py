@@ -14,7 +14,7 @@ from onemodel.registry import OpDef, OpTraits, Param, Sample
 
 from ._common import (Dim, OpError, TensorType, cast_to, dims, is_static, norm_axes, norm_axis,
                       promote_types, same_dim)
-from .shape import _dt, _fmt, _split_sizes
+from .shape import _dt, _fmt, _split_sizes, pieces, pieces_infer
 
 
 # -- stack / unbind / chunk -----------------------------------------------------------------------
@@ -107,21 +107,11 @@ def chunk_sizes(size, chunks):
 
 
 def _chunk_infer(x, chunks, axis=0):
-    if x.ndim == 0:
-        raise OpError("ops.chunk: a zero-dimensional tensor cannot be chunked")
-    a = norm_axis(axis, x.ndim, "chunk")
-    out = []
-    for s in chunk_sizes(x.shape[a], chunks):
-        shape = list(x.shape)
-        shape[a] = s
-        out.append(TensorType(x.dtype, shape))
-    return tuple(out)
+    return pieces_infer(x, axis, lambda n: chunk_sizes(n, chunks), "chunk", "chunked")
 
 
 def _chunk(x, chunks, axis=0):
-    a = norm_axis(axis, x.ndim, "chunk")
-    cuts = np.cumsum(chunk_sizes(x.shape[a], chunks))[:-1]
-    return tuple(np.split(x, cuts, axis=a))
+    return pieces(x, axis, lambda n: chunk_sizes(n, chunks), "chunk")
 
 
 chunk = OpDef(
