@@ -138,24 +138,34 @@ max = _extreme("max", np.max)  # noqa: A001
 min = _extreme("min", np.min)  # noqa: A001
 
 
-def _argmax_infer(x, axis=None, keepdims=False):
-    if axis is None:
-        shape = (1,) * x.ndim if keepdims else ()
-    else:
-        a = norm_axis(axis, x.ndim, "argmax")
-        shape = _reduced_shape(x.shape, (a,) if x.ndim else (), keepdims)
-    return TensorType(DType.I64, shape)
+def arg_infer(name: str):
+    """``infer`` of an index reduction (argmax, argmin): an i64 position along ``axis``."""
+    def infer(x, axis=None, keepdims=False):
+        if axis is None:
+            shape = (1,) * x.ndim if keepdims else ()
+        else:
+            a = norm_axis(axis, x.ndim, name)
+            shape = _reduced_shape(x.shape, (a,) if x.ndim else (), keepdims)
+        return TensorType(DType.I64, shape)
+    return infer
 
 
-def _argmax(x, axis=None, keepdims=False):
-    if x.size == 0:
-        raise OpError(f"ops.argmax: cannot reduce an empty tensor of shape {x.shape}")
-    if axis is None:
-        out = np.argmax(x)
-        return np.reshape(out, (1,) * x.ndim) if keepdims else out
-    if x.ndim == 0:
-        return np.zeros((), np.int64)
-    return np.argmax(x, axis=norm_axis(axis, x.ndim, "argmax"), keepdims=keepdims)
+def arg_kernel(name: str, fn):
+    """The kernel of an index reduction by numpy's ``fn`` (np.argmax, np.argmin)."""
+    def kernel(x, axis=None, keepdims=False):
+        if x.size == 0:
+            raise OpError(f"ops.{name}: cannot reduce an empty tensor of shape {x.shape}")
+        if axis is None:
+            out = fn(x)
+            return np.reshape(out, (1,) * x.ndim) if keepdims else out
+        if x.ndim == 0:
+            return np.zeros((), np.int64)
+        return fn(x, axis=norm_axis(axis, x.ndim, name), keepdims=keepdims)
+    return kernel
+
+
+_argmax_infer = arg_infer("argmax")
+_argmax = arg_kernel("argmax", np.argmax)
 
 
 def _argmax_samples(rng):

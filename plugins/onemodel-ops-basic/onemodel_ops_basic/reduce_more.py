@@ -14,7 +14,7 @@ from onemodel.registry import OpDef, Param, Sample
 
 from ._common import DType, OpError, TensorType, float_of, norm_axes, norm_axis
 from .reduce import _extreme, _grad_keepdims, _params, _reduce_infer, _reduce_samples, \
-    _reduced_shape
+    _reduced_shape, arg_infer, arg_kernel
 
 
 def _count(shape, axes) -> int:
@@ -303,31 +303,11 @@ prod = OpDef(
 )
 
 
-def _argmin(x, axis=None, keepdims=False):
-    if x.size == 0:
-        raise OpError(f"ops.argmin: cannot reduce an empty tensor of shape {x.shape}")
-    if axis is None:
-        out = np.argmin(x)
-        return np.reshape(out, (1,) * x.ndim) if keepdims else out
-    if x.ndim == 0:
-        return np.zeros((), np.int64)
-    return np.argmin(x, axis=norm_axis(axis, x.ndim, "argmin"), keepdims=keepdims)
-
-
-def _argmin_infer(x, axis=None, keepdims=False):
-    if axis is None:
-        shape = (1,) * x.ndim if keepdims else ()
-    else:
-        a = norm_axis(axis, x.ndim, "argmin")
-        shape = _reduced_shape(x.shape, (a,) if x.ndim else (), keepdims)
-    return TensorType(DType.I64, shape)
-
-
 argmin = OpDef(
     name="argmin", inputs=("x",),
     params={"axis": Param(kind="axis", default=None, optional=True),
             "keepdims": Param(kind="bool", default=False)},
-    kernel=_argmin, infer=_argmin_infer, vjp=None,
+    kernel=arg_kernel("argmin", np.argmin), infer=arg_infer("argmin"), vjp=None,
     samples=lambda rng: [Sample(args=(rng.standard_normal((3, 4)),), params={"axis": 1}),
                          Sample(args=(rng.standard_normal((2, 3, 4)),),
                                 params={"axis": -2, "keepdims": True}, name="negative_keepdims"),
