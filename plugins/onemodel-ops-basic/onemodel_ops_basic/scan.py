@@ -29,13 +29,20 @@ def _axis(op, x, axis):
     return norm_axis(axis, x.ndim, op) if x.ndim else None
 
 
-def _cumsum(x, axis):
-    a = _axis("cumsum", x, axis)
-    dt = _scan_dtype(DType.from_numpy(x.dtype)).numpy
-    if x.ndim == 0:
-        return x.astype(dt)
-    acc = np.float32 if dt == np.float16 else dt
-    return np.cumsum(x, axis=a, dtype=acc).astype(dt, copy=False)
+def _scan_kernel(name: str, fn):
+    """The kernel of a scan by numpy's ``fn`` (np.cumsum, np.cumprod), in PyTorch's dtype:
+    ints and bools accumulate in i64, f16 accumulates in f32."""
+    def kernel(x, axis):
+        a = _axis(name, x, axis)
+        dt = _scan_dtype(DType.from_numpy(x.dtype)).numpy
+        if x.ndim == 0:
+            return x.astype(dt)
+        acc = np.float32 if dt == np.float16 else dt
+        return fn(x, axis=a, dtype=acc).astype(dt, copy=False)
+    return kernel
+
+
+_cumsum = _scan_kernel("cumsum", np.cumsum)
 
 
 def _reverse_cumsum(g, a):
@@ -49,13 +56,7 @@ def _cumsum_vjp(ctx, g):
     return (_reverse_cumsum(g, _axis("cumsum", x, ctx.params["axis"])),)
 
 
-def _cumprod(x, axis):
-    a = _axis("cumprod", x, axis)
-    dt = _scan_dtype(DType.from_numpy(x.dtype)).numpy
-    if x.ndim == 0:
-        return x.astype(dt)
-    acc = np.float32 if dt == np.float16 else dt
-    return np.cumprod(x, axis=a, dtype=acc).astype(dt, copy=False)
+_cumprod = _scan_kernel("cumprod", np.cumprod)
 
 
 def _cumprod_vjp(ctx, g):
