@@ -28,6 +28,14 @@ def _cast_all(ctx, node, dtype):
             for n, t in zip(ctx.inputs(node), ctx.input_types(node))]
 
 
+def conv_inputs(ctx, node) -> list:
+    """A convolution's inputs cast to its output dtype, an absent trailing bias left out."""
+    ins = _cast_all(ctx, node, ctx.output_types(node)[0].dtype)
+    while ins and not ins[-1]:
+        ins.pop()
+    return ins
+
+
 # -- linear ---------------------------------------------------------------------------------------
 def _export_linear(ctx, node):
     out = ctx.output_types(node)[0]
@@ -70,10 +78,7 @@ def _import_gemm(ctx, node):
 
 # -- conv / pool ----------------------------------------------------------------------------------
 def _export_conv(ctx, node):
-    out = ctx.output_types(node)[0]
-    ins = _cast_all(ctx, node, out.dtype)
-    while ins and not ins[-1]:
-        ins.pop()
+    ins = conv_inputs(ctx, node)
     wt = ctx.input_types(node)[1]
     p = node.params
     ph, pw = _pair(p["padding"])

@@ -19,20 +19,13 @@ from onemodel.core.types import numel
 from onemodel.registry import OnnxSpec
 
 from .conv_more import single
+from .onnx_mapping import _cast_all, conv_inputs
 from .pool_more import _averaging
-
-
-def _cast_all(ctx, node, dtype):
-    return [ctx.cast(n, t.dtype, dtype) if t is not None else n
-            for n, t in zip(ctx.inputs(node), ctx.input_types(node))]
 
 
 # -- conv1d -------------------------------------------------------------------------------------
 def _export_conv1d(ctx, node):
-    out = ctx.output_types(node)[0]
-    ins = _cast_all(ctx, node, out.dtype)
-    while ins and not ins[-1]:
-        ins.pop()
+    ins = conv_inputs(ctx, node)
     wt = ctx.input_types(node)[1]
     p = node.params
     pad = int(single("conv1d", "padding", p["padding"]))
@@ -50,10 +43,7 @@ def _ints(v, n):
 
 def _export_conv_transpose(n):
     def export(ctx, node):
-        out = ctx.output_types(node)[0]
-        ins = _cast_all(ctx, node, out.dtype)
-        while ins and not ins[-1]:
-            ins.pop()
+        ins = conv_inputs(ctx, node)
         wt = ctx.input_types(node)[1]
         p = node.params
         pads = _ints(p["padding"], n)
