@@ -57,9 +57,12 @@ class BatchNorm2d(NnModule):
             init.ones_(self.weight)
             init.zeros_(self.bias)
 
-    def forward(self, x):
+    def _check_input_dim(self, x) -> None:
         if x.ndim != 4:
             raise ArgumentError(f"BatchNorm2d: expected 4D input (got {x.ndim}D input)")
+
+    def forward(self, x):
+        self._check_input_dim(x)
         use_batch_stats = self.training or self.running_mean is None
         if self.training and self.track_running_stats:
             self._update_running_stats(x)
@@ -83,8 +86,9 @@ class BatchNorm2d(NnModule):
                   else float(self.momentum))
         data = x._data
         n = data.size // data.shape[1]
-        mean = data.mean(axis=(0, 2, 3))
-        var = data.var(axis=(0, 2, 3)) * (n / max(n - 1, 1))
+        axes = (0,) + tuple(range(2, data.ndim))  # every axis but the channels
+        mean = data.mean(axis=axes)
+        var = data.var(axis=axes) * (n / max(n - 1, 1))
         for buf, stat in ((self.running_mean, mean), (self.running_var, var)):
             buf._data[...] = (1 - factor) * buf._data + factor * stat.astype(buf._data.dtype)
             buf._version += 1

@@ -1,0 +1,206 @@
+"""BatchNorm1d, GroupNorm, InstanceNorm1d/2d, RMSNorm: PyTorch's arguments, parameters,
+buffers, running-statistics rules and repr."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from onemodel import Tensor, ops
+from onemodel.core import tracing_hooks
+from onemodel.errors import ArgumentError, TraceException
+from onemodel.nn import NnModule, init
+
+from ._checks import flag, momentum, non_negative
+from ._util import new_buffer, new_param, positive_int
+from .norm import BatchNorm2d
+
+
+class BatchNorm1d(BatchNorm2d):
+    """Batch normalisation of (N, C) or (N, C, L) input per channel, with BatchNorm2d's rules:
+    batch statistics and a running-statistics update (``momentum=None``: a cumulative average)
+    in training, the running statistics in eval."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device=None,
+                 dtype=None) -> None:
+        positive_int("BatchNorm1d", "num_features", num_features)
+        _check_norm_args("BatchNorm1d", eps, momentum, affine, track_running_stats)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype)
+
+    def _check_input_dim(self, x) -> None:
+        if x.ndim not in (2, 3):
+            raise ArgumentError(f"BatchNorm1d: expected 2D or 3D input (got {x.ndim}D input)")
+
+
+def _check_norm_args(layer, eps, momentum_, affine, track_running_stats) -> None:
+    non_negative(layer, "eps", eps)
+    momentum(layer, momentum_)
+    flag(layer, "affine", affine)
+    flag(layer, "track_running_stats", track_running_stats)
+
+
+class GroupNorm(NnModule):
+    """Normalises each of ``num_groups`` channel groups of (N, C, ...) input; ``weight`` ones and
+    ``bias`` zeros of shape (C,) when ``affine``."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        self.num_groups = positive_int("GroupNorm", "num_groups", num_groups)
+        self.num_channels = positive_int("GroupNorm", "num_channels", num_channels)
+        if num_channels % num_groups:
+            raise ArgumentError(f"GroupNorm: num_channels ({num_channels}) must be divisible by "
+                                f"num_groups ({num_groups})")
+        self.eps = non_negative("GroupNorm", "eps", eps)
+        self.affine = flag("GroupNorm", "affine", affine)
+        if affine:
+            self.weight = new_param((num_channels,), dtype)
+            self.bias = new_param((num_channels,), dtype)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, x):
+        return ops.group_norm(x, self.num_groups, self.weight, self.bias, eps=self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class _InstanceNorm(NnModule):
+    """PyTorch's ``_InstanceNorm``: each channel of each sample normalised over its positions.
+
+    ``track_running_stats``: training updates ``running_mean`` / ``running_var`` with the mean
+    over the batch of each sample's statistics (the variance unbiased), as PyTorch does;
+    ``momentum=None`` then leaves them unchanged (PyTorch passes 0). Eval normalises with them.
+    """
+
+    _batched_ndim = 3
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        name = type(self).__name__
+        self.num_features = positive_int(name, "num_features", num_features)
+        _check_norm_args(name, eps, momentum, affine, track_running_stats)
+        self.eps, self.momentum = float(eps), momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = new_param((num_features,), dtype)
+            self.bias = new_param((num_features,), dtype)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", new_buffer(0.0, (num_features,), dtype))
+            self.register_buffer("running_var", new_buffer(1.0, (num_features,), dtype))
+            self.register_buffer("num_batches_tracked",
+                                 Tensor.from_numpy(np.zeros((), dtype=np.int64)))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            init.zeros_(self.running_mean)
+            init.ones_(self.running_var)
+            self.num_batches_tracked._data[...] = 0
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, x):
+        name, nd = type(self).__name__, self._batched_ndim
+        if x.ndim not in (nd - 1, nd):
+            raise ArgumentError(f"{name}: expected {nd - 1}D or {nd}D input (got {x.ndim}D "
+                                f"input)")
+        unbatched = x.ndim == nd - 1
+        if unbatched:
+            x = x.unsqueeze(0)
+        use_input_stats = self.training or not self.track_running_stats
+        if use_input_stats:
+            if self.training and self.track_running_stats:
+                self._update_running_stats(x)
+            y = ops.instance_norm(x, None, None, self.weight, self.bias, use_input_stats=True,
+                                  eps=self.eps)
+        else:
+            y = ops.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                                  use_input_stats=False, eps=self.eps)
+        return y.squeeze(0) if unbatched else y
+
+    def _update_running_stats(self, x) -> None:
+        if tracing_hooks.current() is not None:
+            raise TraceException(f"{type(self).__name__}: updating the running statistics in "
+                                 f"training mode cannot be traced; trace in eval mode")
+        factor = 0.0 if self.momentum is None else float(self.momentum)
+        data = x._data
+        axes = tuple(range(2, data.ndim))
+        n = int(np.prod([data.shape[a] for a in axes]))
+        mean = data.mean(axis=axes).mean(axis=0)
+        var = (data.var(axis=axes) * (n / max(n - 1, 1))).mean(axis=0)
+        for buf, stat in ((self.running_mean, mean), (self.running_var, var)):
+            buf._data[...] = (1 - factor) * buf._data + factor * stat.astype(buf._data.dtype)
+            buf._version += 1
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation of (N, C, L) or unbatched (C, L) input."""
+
+    _batched_ndim = 3
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation of (N, C, H, W) or unbatched (C, H, W) input."""
+
+    _batched_ndim = 4
+
+
+class RMSNorm(NnModule):
+    """``x / sqrt(mean(x**2 over normalized_shape) + eps) * weight``; ``eps=None`` is the
+    dtype's machine epsilon (PyTorch); ``weight`` starts at ones."""
+
+    def __init__(self, normalized_shape, eps: float | None = None,
+                 elementwise_affine: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(positive_int("RMSNorm", "normalized_shape", d)
+                                      for d in normalized_shape)
+        self.eps = None if eps is None else non_negative("RMSNorm", "eps", eps)
+        self.elementwise_affine = flag("RMSNorm", "elementwise_affine", elementwise_affine)
+        if elementwise_affine:
+            self.weight = new_param(self.normalized_shape, dtype)
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+
+    def forward(self, x):
+        return ops.rms_norm(x, self.normalized_shape, self.weight, eps=self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+__all__ = ["BatchNorm1d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "RMSNorm"]
