@@ -21,7 +21,8 @@ class BatchNorm2d(NnModule):
     """
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, dtype=None) -> None:
+                 affine: bool = True, track_running_stats: bool = True, device=None, dtype=None,
+                 *, bias: bool = True) -> None:
         super().__init__()
         self.num_features = positive_int("BatchNorm2d", "num_features", num_features)
         self.eps = float(eps)
@@ -30,7 +31,10 @@ class BatchNorm2d(NnModule):
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = new_param((num_features,), dtype)
-            self.bias = new_param((num_features,), dtype)
+            if bias:
+                self.bias = new_param((num_features,), dtype)
+            else:  # PyTorch 2.13's keyword-only bias=False: a scale without a shift
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -55,7 +59,8 @@ class BatchNorm2d(NnModule):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def _check_input_dim(self, x) -> None:
         if x.ndim != 4:
@@ -95,7 +100,8 @@ class BatchNorm2d(NnModule):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
 
 
 class LayerNorm(NnModule):

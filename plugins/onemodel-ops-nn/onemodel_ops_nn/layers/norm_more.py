@@ -23,10 +23,12 @@ class BatchNorm1d(BatchNorm2d):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,
-                 dtype=None) -> None:
+                 dtype=None, *, bias: bool = True) -> None:
         positive_int("BatchNorm1d", "num_features", num_features)
         _check_norm_args("BatchNorm1d", eps, momentum, affine, track_running_stats)
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype)
+        flag("BatchNorm1d", "bias", bias)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype,
+                         bias=bias)
 
     def _check_input_dim(self, x) -> None:
         if x.ndim not in (2, 3):
@@ -40,12 +42,27 @@ def _check_norm_args(layer, eps, momentum_, affine, track_running_stats) -> None
     flag(layer, "track_running_stats", track_running_stats)
 
 
+def _affine_params(module, channels: int, affine: bool, bias: bool, dtype) -> None:
+    """``weight`` and (unless ``bias=False``, PyTorch 2.13's keyword) ``bias`` of shape
+    (channels,) when ``affine``; both declared absent otherwise."""
+    module.register_parameter("weight", new_param((channels,), dtype) if affine else None)
+    module.register_parameter("bias", new_param((channels,), dtype) if affine and bias
+                              else None)
+
+
+def _reset_affine(module) -> None:
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class GroupNorm(NnModule):
     """Normalises each of ``num_groups`` channel groups of (N, C, ...) input; ``weight`` ones and
     ``bias`` zeros of shape (C,) when ``affine``."""
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
-                 affine: bool = True, device=None, dtype=None) -> None:
+                 affine: bool = True, device=None, dtype=None, *, bias: bool = True) -> None:
         super().__init__()
         self.num_groups = positive_int("GroupNorm", "num_groups", num_groups)
         self.num_channels = positive_int("GroupNorm", "num_channels", num_channels)
@@ -54,24 +71,19 @@ class GroupNorm(NnModule):
                                 f"num_groups ({num_groups})")
         self.eps = non_negative("GroupNorm", "eps", eps)
         self.affine = flag("GroupNorm", "affine", affine)
-        if affine:
-            self.weight = new_param((num_channels,), dtype)
-            self.bias = new_param((num_channels,), dtype)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        flag("GroupNorm", "bias", bias)
+        _affine_params(self, num_channels, affine, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.affine:
-            init.ones_(self.weight)
-            init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, x):
         return ops.group_norm(x, self.num_groups, self.weight, self.bias, eps=self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
 
 
 class _InstanceNorm(NnModule):
@@ -86,19 +98,15 @@ class _InstanceNorm(NnModule):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = False, track_running_stats: bool = False, device=None,
-                 dtype=None) -> None:
+                 dtype=None, *, bias: bool = True) -> None:
         super().__init__()
         name = type(self).__name__
         self.num_features = positive_int(name, "num_features", num_features)
         _check_norm_args(name, eps, momentum, affine, track_running_stats)
         self.eps, self.momentum = float(eps), momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = new_param((num_features,), dtype)
-            self.bias = new_param((num_features,), dtype)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        flag(name, "bias", bias)
+        _affine_params(self, num_features, affine, bias, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", new_buffer(0.0, (num_features,), dtype))
             self.register_buffer("running_var", new_buffer(1.0, (num_features,), dtype))
@@ -118,9 +126,7 @@ class _InstanceNorm(NnModule):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, x):
         name, nd = type(self).__name__, self._batched_ndim
@@ -157,7 +163,8 @@ class _InstanceNorm(NnModule):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
 
 
 class InstanceNorm1d(_InstanceNorm):

@@ -47,7 +47,7 @@ class _PadNd(NnModule):
         return ops.pad(x, pad=self.padding, mode=self._mode)
 
     def extra_repr(self) -> str:
-        return f"padding={self.padding}"
+        return f"{self.padding}"
 
 
 class _ConstantPad(_PadNd):
@@ -79,7 +79,7 @@ class ZeroPad2d(ConstantPad2d):
         super().__init__(padding, 0.0)
 
     def extra_repr(self) -> str:
-        return f"padding={self.padding}"
+        return f"{self.padding}"
 
 
 class ReflectionPad1d(_PadNd):
