@@ -107,12 +107,21 @@ ROWS = [
         (B, None, "seq"), dict(stride=2, padding=1, count_include_pad=False)),
     Row("avg_pool1d", "AvgPool1d", (2,), lambda m, x: R["avg_pool1d"](x, 2), (5, 3, 8),
         (B, None, "seq")),
+    # ONNX has no adaptive pool: the export needs fixed spatial sizes (or a global pool)
     Row("adaptive_avg_pool1d", "AdaptiveAvgPool1d", (4,),
+        lambda m, x: R["adaptive_avg_pool1d"](x, 4), (5, 3, 10), (B, None, "seq"), onnx=False),
+    Row("adaptive_avg_pool1d_fixed_length", "AdaptiveAvgPool1d", (4,),
         lambda m, x: R["adaptive_avg_pool1d"](x, 4), (5, 3, 10), (B, None, None)),
+    Row("adaptive_avg_pool2d_global", "AdaptiveAvgPool2d", (1,),
+        lambda m, x: R["adaptive_avg_pool2d"](x, 1), (5, 3, 4, 6), (B, None, "h", "w")),
+    Row("adaptive_max_pool2d_fixed_size", "AdaptiveMaxPool2d", ((2, 3),),
+        lambda m, x: R["adaptive_max_pool2d"](x, (2, 3)), (5, 3, 4, 6), (B, None, None, None)),
     Row("adaptive_avg_pool2d", "AdaptiveAvgPool2d", ((2, None),),
-        lambda m, x: R["adaptive_avg_pool2d"](x, (2, None)), (5, 3, 4, 6), (B, None, None, None)),
+        lambda m, x: R["adaptive_avg_pool2d"](x, (2, None)), (5, 3, 4, 6), (B, None, "h", "w"),
+        onnx=False),
     Row("adaptive_max_pool2d", "AdaptiveMaxPool2d", (3,),
-        lambda m, x: R["adaptive_max_pool2d"](x, 3), (5, 3, 8, 7), (B, None, None, None)),
+        lambda m, x: R["adaptive_max_pool2d"](x, 3), (5, 3, 8, 7), (B, None, "h", "w"),
+        onnx=False),
     # -- resizing ------------------------------------------------------------------------------
     Row("upsample_nearest", "Upsample", (),
         lambda m, x: R["interpolate"](x, scale_factor=2.0), (5, 3, 4, 6), (B, None, "h", "w"),
@@ -127,7 +136,7 @@ ROWS = [
     Row("pixel_shuffle", "PixelShuffle", (2,), lambda m, x: R["pixel_shuffle"](x, 2),
         (5, 8, 3, 4), (B, None, "h", "w")),
     Row("pixel_unshuffle", "PixelUnshuffle", (2,), lambda m, x: R["pixel_unshuffle"](x, 2),
-        (5, 2, 4, 6), (B, None, None, None)),
+        (5, 2, 4, 6), (B, None, None, None)),  # ops.pixel_unshuffle: H, W fixed in a trace
     # -- normalisation -------------------------------------------------------------------------
     Row("batch_norm1d_2d", "BatchNorm1d", (3,), _bn, (5, 3), (B, None)),
     Row("batch_norm1d_3d", "BatchNorm1d", (3,), _bn, (5, 3, 6), (B, None, "seq")),

@@ -47,6 +47,9 @@ def test_batch_norm1d_running_statistics(momentum, shape):
 def test_batch_norm1d_refuses_other_ranks():
     with pytest.raises(OneModelError, match="BatchNorm1d: expected 2D or 3D input"):
         nn.BatchNorm1d(3)(Tensor.zeros(DType.F32, 2, 3, 4, 4))
+    with pytest.raises(OneModelError, match="more than 1 value per channel when training"):
+        nn.BatchNorm1d(3)(Tensor.zeros(DType.F32, 1, 3))
+    assert nn.BatchNorm1d(3).eval()(Tensor.zeros(DType.F32, 1, 3)).shape == (1, 3)
 
 
 @pytest.mark.parametrize("momentum", [0.3, None])

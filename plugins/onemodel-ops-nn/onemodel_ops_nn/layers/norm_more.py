@@ -33,6 +33,10 @@ class BatchNorm1d(BatchNorm2d):
     def _check_input_dim(self, x) -> None:
         if x.ndim not in (2, 3):
             raise ArgumentError(f"BatchNorm1d: expected 2D or 3D input (got {x.ndim}D input)")
+        if self.training and tracing_hooks.current() is None and \
+                x.shape[0] * (x.shape[2] if x.ndim == 3 else 1) == 1:
+            raise ArgumentError(f"BatchNorm1d: expected more than 1 value per channel when "
+                                f"training, got input size {tuple(x.shape)}")
 
 
 def _check_norm_args(layer, eps, momentum_, affine, track_running_stats) -> None:
