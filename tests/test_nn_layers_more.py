@@ -246,3 +246,24 @@ def test_unsupported_arguments_are_also_not_implemented_errors():
         nn.Upsample(scale_factor=2, mode="trilinear")
     with pytest.raises(NotImplementedError):
         nn.AdaptiveMaxPool2d(2, return_indices=True)
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda: nn.Conv1d(3, 4, 3), (3, 9)),
+    (lambda: nn.Conv1d(3, 4, 4, padding="same", padding_mode="reflect"), (3, 9)),
+    (lambda: nn.ConvTranspose1d(3, 2, 3, stride=2), (3, 5)),
+    (lambda: nn.ConvTranspose2d(3, 2, 3), (3, 4, 5)),
+    (lambda: nn.MaxPool1d(2), (3, 9)),
+    (lambda: nn.AvgPool1d(3, stride=2), (3, 9)),
+    (lambda: nn.InstanceNorm1d(3, affine=True), (3, 9)),
+    (lambda: nn.Dropout1d(0.5), (3, 9)),
+    (lambda: nn.ReflectionPad2d(1), (3, 4, 5)),
+])
+def test_unbatched_input_as_torch(make, shape):
+    layer = make()
+    x = _x(*shape).astype(np.float32)
+    om.manual_seed(0)
+    one = layer(Tensor.from_numpy(x)).numpy()
+    om.manual_seed(0)
+    batched = layer(Tensor.from_numpy(x[None])).numpy()[0]
+    np.testing.assert_allclose(one, batched, rtol=1e-6, atol=1e-7)

@@ -25,6 +25,15 @@ def ntuple(layer: str, name: str, value, n: int, minimum: int = 0) -> tuple[int,
     return tuple(positive_int(layer, name, v, minimum) for v in vals)
 
 
+def with_batch(layer: str, x, spatial: int):
+    """``(x as (N, C, *spatial), whether a batch axis was added)``: PyTorch's layers take
+    unbatched (C, *spatial) input too."""
+    if x.ndim not in (spatial + 1, spatial + 2):
+        raise ArgumentError(f"{layer}: expected {spatial + 1}D (unbatched) or {spatial + 2}D "
+                            f"(batched) input, got {x.ndim}D input of shape {tuple(x.shape)}")
+    return (x.unsqueeze(0), True) if x.ndim == spatial + 1 else (x, False)
+
+
 def real(layer: str, name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ArgumentError(f"{layer}: {name} must be a number, got {value!r}")
@@ -66,5 +75,5 @@ def legacy_reduction(layer: str, size_average, reduce, reduction: str) -> str:
     return ret
 
 
-__all__ = ["UnsupportedArgument", "ntuple", "real", "non_negative", "flag", "momentum",
-           "legacy_reduction"]
+__all__ = ["UnsupportedArgument", "ntuple", "with_batch", "real", "non_negative", "flag",
+           "momentum", "legacy_reduction"]

@@ -11,7 +11,7 @@ from onemodel import ops
 from onemodel.errors import ArgumentError
 from onemodel.nn import NnModule, init
 
-from ._checks import UnsupportedArgument, flag, ntuple
+from ._checks import UnsupportedArgument, flag, ntuple, with_batch
 from ._util import new_param, positive_int
 
 _PAD_OP_MODE = {"reflect": "reflect", "replicate": "replicate"}
@@ -113,14 +113,17 @@ class Conv1d(_ConvBase):
             self._sides = (self.padding[0], self.padding[0])
 
     def forward(self, x):
+        x, unbatched = with_batch("Conv1d", x, 1)
         left, right = self._sides
         if self.padding_mode == "zeros" and left == right:
-            return ops.conv1d(x, self.weight, self.bias, stride=self.stride, padding=(left,),
-                              dilation=self.dilation, groups=self.groups)
-        mode = _PAD_OP_MODE.get(self.padding_mode, "constant")
-        x = ops.pad(x, pad=(left, right), mode=mode)
-        return ops.conv1d(x, self.weight, self.bias, stride=self.stride, padding=(0,),
-                          dilation=self.dilation, groups=self.groups)
+            y = ops.conv1d(x, self.weight, self.bias, stride=self.stride, padding=(left,),
+                           dilation=self.dilation, groups=self.groups)
+        else:
+            mode = _PAD_OP_MODE.get(self.padding_mode, "constant")
+            x = ops.pad(x, pad=(left, right), mode=mode)
+            y = ops.conv1d(x, self.weight, self.bias, stride=self.stride, padding=(0,),
+                           dilation=self.dilation, groups=self.groups)
+        return y.squeeze(0) if unbatched else y
 
 
 class _ConvTransposeBase(_ConvBase):
@@ -176,10 +179,12 @@ class ConvTranspose1d(_ConvTransposeBase):
     _dims = 1
 
     def forward(self, x, output_size=None):
-        return ops.conv_transpose1d(x, self.weight, self.bias, stride=self.stride,
-                                    padding=self.padding,
-                                    output_padding=self._output_padding(x, output_size),
-                                    groups=self.groups, dilation=self.dilation)
+        x, unbatched = with_batch(type(self).__name__, x, self._dims)
+        y = ops.conv_transpose1d(x, self.weight, self.bias, stride=self.stride,
+                                 padding=self.padding,
+                                 output_padding=self._output_padding(x, output_size),
+                                 groups=self.groups, dilation=self.dilation)
+        return y.squeeze(0) if unbatched else y
 
 
 class ConvTranspose2d(_ConvTransposeBase):
@@ -189,10 +194,12 @@ class ConvTranspose2d(_ConvTransposeBase):
     _dims = 2
 
     def forward(self, x, output_size=None):
-        return ops.conv_transpose2d(x, self.weight, self.bias, stride=self.stride,
-                                    padding=self.padding,
-                                    output_padding=self._output_padding(x, output_size),
-                                    groups=self.groups, dilation=self.dilation)
+        x, unbatched = with_batch(type(self).__name__, x, self._dims)
+        y = ops.conv_transpose2d(x, self.weight, self.bias, stride=self.stride,
+                                 padding=self.padding,
+                                 output_padding=self._output_padding(x, output_size),
+                                 groups=self.groups, dilation=self.dilation)
+        return y.squeeze(0) if unbatched else y
 
 
 __all__ = ["Conv1d", "ConvTranspose1d", "ConvTranspose2d"]

@@ -9,7 +9,7 @@ from onemodel import ops
 from onemodel.errors import ArgumentError
 from onemodel.nn import NnModule
 
-from ._checks import UnsupportedArgument, flag, ntuple
+from ._checks import UnsupportedArgument, flag, ntuple, with_batch
 from ._util import positive_int
 
 
@@ -36,9 +36,10 @@ class MaxPool1d(NnModule):
             raise UnsupportedArgument("MaxPool1d: return_indices=True is not supported")
 
     def forward(self, x):
-        return ops.max_pool1d(x, kernel_size=self.kernel_size, stride=self.stride,
-                              padding=self.padding, dilation=self.dilation,
-                              ceil_mode=self.ceil_mode)
+        x, unbatched = with_batch("MaxPool1d", x, 1)
+        y = ops.max_pool1d(x, kernel_size=self.kernel_size, stride=self.stride,
+                           padding=self.padding, dilation=self.dilation, ceil_mode=self.ceil_mode)
+        return y.squeeze(0) if unbatched else y
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
@@ -63,9 +64,11 @@ class AvgPool1d(NnModule):
         self.count_include_pad = flag("AvgPool1d", "count_include_pad", count_include_pad)
 
     def forward(self, x):
-        return ops.avg_pool1d(x, kernel_size=self.kernel_size, stride=self.stride,
-                              padding=self.padding, ceil_mode=self.ceil_mode,
-                              count_include_pad=self.count_include_pad)
+        x, unbatched = with_batch("AvgPool1d", x, 1)
+        y = ops.avg_pool1d(x, kernel_size=self.kernel_size, stride=self.stride,
+                           padding=self.padding, ceil_mode=self.ceil_mode,
+                           count_include_pad=self.count_include_pad)
+        return y.squeeze(0) if unbatched else y
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
