@@ -210,3 +210,33 @@ def test_weights_given_at_run_time_fall_back_and_say_why():
                                numpy_.run(feeds)[traced.output_names[0]].numpy(), **TOL)
     plan = compiled.plan_source(feeds)
     assert "numpy: gru" in plan and "computed at run time" in plan, plan
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru", "gru_onnx_reset"])
+def test_saturated_gates_and_nan_match(isa, cell):
+    """Pre-activations far past where tanh and sigmoid round to +-1 / 0 / 1 (the gates' clamp),
+    and a NaN in the input, which numpy spreads to every later step."""
+    rng = np.random.default_rng(11)
+    g = 4 if cell == "lstm" else 3
+    size, h, seq, batch = 3, 11, 5, 2
+    w = [_r(rng, g * h, size, scale=6.0), _r(rng, g * h, h, scale=6.0), _r(rng, g * h),
+         _r(rng, g * h)]
+    x = _r(rng, seq, batch, size, scale=8.0)
+    consts = [Tensor.from_numpy(a) for a in w]
+    params = {} if cell == "lstm" else {"linear_before_reset": cell == "gru"}
+
+    def fn(x):
+        return (om.ops.lstm if cell == "lstm" else om.ops.gru)(x, *consts, **params)
+
+    traced = _trace(fn, x)
+    name = traced.input_names[0]
+    got = _check(traced, {name: x})
+    ref = (ref_lstm(x, *w) if cell == "lstm" else
+           ref_gru(x, *w, linear_before_reset=cell == "gru"))
+    for out, want in zip(traced.output_names, ref):
+        np.testing.assert_allclose(got[out].numpy(), want, **TOL, err_msg=out)
+    bad = x.copy()
+    bad[1, 0, 0] = np.nan
+    got = _check(traced, {name: bad})
+    y = got[traced.output_names[0]].numpy()
+    assert np.isnan(y[1:, 0]).all() and not np.isnan(y[:, 1]).any()

@@ -1,9 +1,8 @@
 /* I_LSTM and I_GRU: the recurrence of one direction of one layer (ops lstm / gru, PyTorch's
  * gate order). The input projection of every step (x W_ih^T + biases) is one I_GEMM emitted
  * before this instruction into `pre` (T, B, G*H); here, per step, the recurrent GEMM of the
- * previous state with the packed W_hh^T and the gate arithmetic (the 8-lane sigmoid and tanh
- * of the vector math, their scalar formulas for the rest of a row). Included by om_kernels.h
- * once per kernel copy, after the vector math.
+ * previous state with the packed W_hh^T and the gate arithmetic (8 lanes, the same formulas
+ * on scalars for the rest of a row). Included by om_kernels.h once per kernel copy.
  *
  * Fields (both): T, B, H, pre, w, w2, bias, h0, c0, y, y_step, y_row, hn, cn, flags, scratch.
  *   w: W_hh^T as 16-column panels (K = H; N = G*H, or 2H for a GRU with linear_before_reset
@@ -17,23 +16,59 @@ static long SFX(rnn_scratch)(int64_t op, const int64_t *f) {
     return f[1] * ((op == I_LSTM ? 4 : 3) + 2) * f[2];
 }
 
+/* the gates' tanh and sigmoid: the rational form of Eigen's and ONNX Runtime's RNN kernels
+ * (odd degree 13 over even degree 6, on x clamped to +-7.905, where tanh rounds to +-1 in
+ * float32; NaN stays NaN), a few ulp from tanh; sigmoid(x) = 0.5 tanh(x / 2) + 0.5, the ops'
+ * own formula. About 17 operations a lane and one division: the VM's exponential form of
+ * each was most of an LSTM step's time beside its GEMM at batch 16 */
+#ifndef OM_GATE_TANH  /* (this header is included once per kernel copy) */
+#define OM_GATE_TANH(T, X, CLAMP, SEL) do { \
+        T x_ = CLAMP(X); T x2 = x_ * x_; \
+        T p_ = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f; \
+        p_ = x2 * p_ + -8.60467152213735e-11f; p_ = x2 * p_ + 5.12229709037114e-08f; \
+        p_ = x2 * p_ + 1.48572235717979e-05f; p_ = x2 * p_ + 6.37261928875436e-04f; \
+        p_ = x2 * p_ + 4.89352455891786e-03f; p_ = x_ * p_; \
+        T q_ = x2 * 1.19825839466702e-06f + 1.18534705686654e-04f; \
+        q_ = x2 * q_ + 2.26843463243900e-03f; q_ = x2 * q_ + 4.89352518554385e-03f; \
+        out_ = SEL(X, p_ / q_); } while (0)
+#define OM_GATE_CLAMP8(X) SFX(vmax)(SFX(bc)(-7.90531110763549805f), \
+                                    SFX(vmin)(SFX(bc)(7.90531110763549805f), X))
+#define OM_GATE_SEL8(X, R) SFX(sel)((X) != (X), X, R)
+#define OM_GATE_CLAMP1(X) ((X) > 7.90531110763549805f ? 7.90531110763549805f \
+                           : (X) < -7.90531110763549805f ? -7.90531110763549805f : (X))
+#define OM_GATE_SEL1(X, R) ((X) != (X) ? (X) : (R))
+#endif
+static inline V8 SFX(gate_tanh8)(V8 x) {
+    V8 out_;
+    OM_GATE_TANH(V8, x, OM_GATE_CLAMP8, OM_GATE_SEL8);
+    return out_;
+}
+static inline float SFX(gate_tanh)(float x) {
+    float out_;
+    OM_GATE_TANH(float, x, OM_GATE_CLAMP1, OM_GATE_SEL1);
+    return out_;
+}
+static inline V8 SFX(gate_sig8)(V8 x) { return 0.5f * SFX(gate_tanh8)(0.5f * x) + 0.5f; }
+static inline float SFX(gate_sig)(float x) { return 0.5f * SFX(gate_tanh)(0.5f * x) + 0.5f; }
+
 /* the LSTM cell on one batch row: g holds the pre-activations i, f, g, o (4H); c the cell
  * state, updated in place; h the new hidden state */
 static void SFX(lstm_row)(const float *g, float *c, float *h, long H) {
     long j = 0;
     for (; j + 8 <= H; j += 8) {
-        V8 i = SFX(sigmoid8)(SFX(ld8)(g + j)), fg = SFX(sigmoid8)(SFX(ld8)(g + H + j));
-        V8 gg = SFX(tanh8)(SFX(ld8)(g + 2 * H + j)), o = SFX(sigmoid8)(SFX(ld8)(g + 3 * H + j));
+        V8 i = SFX(gate_sig8)(SFX(ld8)(g + j)), fg = SFX(gate_sig8)(SFX(ld8)(g + H + j));
+        V8 gg = SFX(gate_tanh8)(SFX(ld8)(g + 2 * H + j));
+        V8 o = SFX(gate_sig8)(SFX(ld8)(g + 3 * H + j));
         V8 cv = fg * SFX(ld8)(c + j) + i * gg;
         SFX(st8)(c + j, cv);
-        SFX(st8)(h + j, o * SFX(tanh8)(cv));
+        SFX(st8)(h + j, o * SFX(gate_tanh8)(cv));
     }
     for (; j < H; j++) {
-        float i = om_sigmoid(g[j]), fg = om_sigmoid(g[H + j]);
-        float gg = om_tanh(g[2 * H + j]), o = om_sigmoid(g[3 * H + j]);
+        float i = SFX(gate_sig)(g[j]), fg = SFX(gate_sig)(g[H + j]);
+        float gg = SFX(gate_tanh)(g[2 * H + j]), o = SFX(gate_sig)(g[3 * H + j]);
         float cv = fg * c[j] + i * gg;
         c[j] = cv;
-        h[j] = o * om_tanh(cv);
+        h[j] = o * SFX(gate_tanh)(cv);
     }
 }
 
@@ -42,14 +77,14 @@ static void SFX(lstm_row)(const float *g, float *c, float *h, long H) {
 static void SFX(gru_lbr_row)(const float *p, const float *q, const float *hp, float *h, long H) {
     long j = 0;
     for (; j + 8 <= H; j += 8) {
-        V8 r = SFX(sigmoid8)(SFX(ld8)(p + j) + SFX(ld8)(q + j));
-        V8 z = SFX(sigmoid8)(SFX(ld8)(p + H + j) + SFX(ld8)(q + H + j));
-        V8 n = SFX(tanh8)(SFX(ld8)(p + 2 * H + j) + r * SFX(ld8)(q + 2 * H + j));
+        V8 r = SFX(gate_sig8)(SFX(ld8)(p + j) + SFX(ld8)(q + j));
+        V8 z = SFX(gate_sig8)(SFX(ld8)(p + H + j) + SFX(ld8)(q + H + j));
+        V8 n = SFX(gate_tanh8)(SFX(ld8)(p + 2 * H + j) + r * SFX(ld8)(q + 2 * H + j));
         SFX(st8)(h + j, n + z * (SFX(ld8)(hp + j) - n));
     }
     for (; j < H; j++) {
-        float r = om_sigmoid(p[j] + q[j]), z = om_sigmoid(p[H + j] + q[H + j]);
-        float n = om_tanh(p[2 * H + j] + r * q[2 * H + j]);
+        float r = SFX(gate_sig)(p[j] + q[j]), z = SFX(gate_sig)(p[H + j] + q[H + j]);
+        float n = SFX(gate_tanh)(p[2 * H + j] + r * q[2 * H + j]);
         h[j] = n + z * (hp[j] - n);
     }
 }
@@ -59,13 +94,13 @@ static void SFX(gru_lbr_row)(const float *p, const float *q, const float *hp, fl
 static void SFX(gru_rz_row)(const float *p, float *q, const float *hp, float *rh, long H) {
     long j = 0;
     for (; j + 8 <= H; j += 8) {
-        V8 r = SFX(sigmoid8)(SFX(ld8)(p + j) + SFX(ld8)(q + j));
-        SFX(st8)(q + H + j, SFX(sigmoid8)(SFX(ld8)(p + H + j) + SFX(ld8)(q + H + j)));
+        V8 r = SFX(gate_sig8)(SFX(ld8)(p + j) + SFX(ld8)(q + j));
+        SFX(st8)(q + H + j, SFX(gate_sig8)(SFX(ld8)(p + H + j) + SFX(ld8)(q + H + j)));
         SFX(st8)(rh + j, r * SFX(ld8)(hp + j));
     }
     for (; j < H; j++) {
-        float r = om_sigmoid(p[j] + q[j]);
-        q[H + j] = om_sigmoid(p[H + j] + q[H + j]);
+        float r = SFX(gate_sig)(p[j] + q[j]);
+        q[H + j] = SFX(gate_sig)(p[H + j] + q[H + j]);
         rh[j] = r * hp[j];
     }
 }
@@ -74,11 +109,11 @@ static void SFX(gru_rz_row)(const float *p, float *q, const float *hp, float *rh
 static void SFX(gru_n_row)(const float *a, const float *z, const float *hp, float *h, long H) {
     long j = 0;
     for (; j + 8 <= H; j += 8) {
-        V8 n = SFX(tanh8)(SFX(ld8)(a + j));
+        V8 n = SFX(gate_tanh8)(SFX(ld8)(a + j));
         SFX(st8)(h + j, n + SFX(ld8)(z + j) * (SFX(ld8)(hp + j) - n));
     }
     for (; j < H; j++) {
-        float n = om_tanh(a[j]);
+        float n = SFX(gate_tanh)(a[j]);
         h[j] = n + z[j] * (hp[j] - n);
     }
 }
