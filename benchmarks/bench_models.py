@@ -1,7 +1,9 @@
 """The benchmark models (shared by test_bench_session.py and test_bench_backends.py): the models
-of tests/session_models.py, each with its input shape, symbolic axes and batch sizes."""
+of tests/session_models.py and two recurrent layers, each with its input shape, symbolic axes
+and batch sizes."""
 from __future__ import annotations
 
+import onemodel as om
 from tests import session_models as models
 
 
@@ -15,6 +17,19 @@ def _encoder_ops():
     return fn, (64, 128), ("batch",)
 
 
+def _rnn(cls):
+    """Issue 26's recurrent row: cls(64, 128) over 32 steps, batch first, the whole output."""
+    def build():
+        om.manual_seed(0)
+        layer = cls(64, 128, batch_first=True).eval()
+
+        def fn(x):
+            return layer(x)[0]
+
+        return fn, (32, 64), ("batch",)
+    return build
+
+
 MODELS = {
     "mlp": lambda: (*models.mlp(), ("batch",)),
     "cnn": lambda: (*models.cnn(), ("batch",)),
@@ -22,8 +37,10 @@ MODELS = {
     "transformer_ops": _encoder_ops,
     "deep100": lambda: (*models.deep(), ("batch",)),
     "branches8": lambda: (*models.branches(), ("batch",)),
+    "lstm": _rnn(om.nn.LSTM),
+    "gru": _rnn(om.nn.GRU),
 }
-BATCHES = {"transformer": (1, 16), "transformer_ops": (1, 16)}
+BATCHES = {"transformer": (1, 16), "transformer_ops": (1, 16), "lstm": (1, 16), "gru": (1, 16)}
 CASES = [(m, b) for m in MODELS for b in BATCHES.get(m, (1, 64))]
 _TRACED: dict = {}
 

@@ -39,6 +39,8 @@ DESCRIPTIONS = {
     "transformer_ops": "encoder layer d=128, 4 heads, ffn 512, seq 64 (layer_norm/sdpa ops)",
     "deep100": "100 x Linear(64,64)+ReLU",
     "branches8": "8 branches of Linear(256,256)+ReLU+Linear(256,256), summed",
+    "lstm": "LSTM(64, 128), seq 32, batch first",
+    "gru": "GRU(64, 128), seq 32, batch first",
 }
 SESSION_MODES = ("eager", "none", "basic", "all")
 BACKEND_MODES = ("eager", "numpy", "compiled", "threaded", "ort1", "ort2", "torch")

@@ -17,6 +17,7 @@ setup(ext_modules=[Extension(
              "onemodel_backend_compiled/csrc/om_vmath.h",
              "onemodel_backend_compiled/csrc/om_program.h",
              "onemodel_backend_compiled/csrc/om_pool.h",
+             "onemodel_backend_compiled/csrc/om_rnn.h",
              "onemodel_backend_compiled/csrc/om_split.h"],
     extra_compile_args=["-O3", "-std=gnu11", "-fno-math-errno", "-fno-trapping-math",
                         "-fno-strict-aliasing",

@@ -386,6 +386,41 @@ def _gather(c: _Ins) -> None:  # x, outer, n, inner, idx, nidx, out, negative
     c.code(7, "negative", {0, 1})
 
 
+def _rnn(gates: int):
+    """I_LSTM (4 gates) and I_GRU (3): T, B, H, pre, w, w2, bias, h0, c0, y, y_step, y_row, hn,
+    cn, flags, scratch (csrc/om_rnn.h). A field the cell does not read must be -1."""
+    def check(c: _Ins) -> None:
+        t, b, h = c.count(0, "steps"), c.count(1, "batch"), c.count(2, "hidden size")
+        flags = c.code(14, "flags", {0, 1, 2, 3} if gates == 3 else {0, 1})
+        lbr = bool(flags & 2)
+        split = gates == 3 and not lbr  # W_rz and W_n as two panel sets
+        c.flat(3, "input projection", t * b * gates * h)
+        c.flat(4, "recurrent weight panels", _ceil(2 * h if split else gates * h, 16) * h)
+        unused = {-1}
+        if split:
+            c.flat(5, "n weight panels", _ceil(h, 16) * h)
+        else:
+            c.code(5, "n weight panels (unused)", unused)
+        if gates == 3 and lbr:
+            c.flat(6, "recurrent bias", gates * h, optional=True)
+        else:
+            c.code(6, "recurrent bias (unused)", unused)
+        c.flat(7, "h0", b * h, optional=True)
+        if gates == 4:
+            c.flat(8, "c0", b * h, optional=True)
+        else:
+            c.code(8, "c0 (unused)", unused)
+        st, row = c.stride(10, "y step stride"), c.stride(11, "y row stride")
+        c.region(9, "y", [(t, st), (b, row), (h, 1)], write=True)
+        c.flat(12, "final h", b * h, write=True)
+        if gates == 4:
+            c.flat(13, "final c", b * h, write=True)
+        else:
+            c.code(13, "final c (unused)", unused)
+        c.flat(15, "scratch", b * (gates + 2) * h)
+    return check
+
+
 def _fail(c: _Ins) -> None:
     """I_FAIL stops the run (the plan then names the node): nothing to read."""
 
@@ -399,6 +434,7 @@ CHECKS = {
     P.I_CONV_DIRECT: (29, _conv_direct), P.I_CONV1X1: (12, _conv1x1),
     P.I_CONV_GEMM: (26, _conv_gemm), P.I_MEAN_ROWS: (4, _mean_rows),
     P.I_CONCAT: (None, _concat), P.I_GATHER: (8, _gather), P.I_FAIL: (None, _fail),
+    P.I_LSTM: (16, _rnn(4)), P.I_GRU: (16, _rnn(3)),
 }
 
 

@@ -18,12 +18,14 @@ I_MAXPOOL, I_AVGPOOL, I_COPY, I_BMM, I_CONV_DIRECT, I_CONV1X1 = 7, 8, 9, 10, 11,
 I_MEAN_ROWS, I_CONCAT, I_FAIL = 13, 14, 99
 I_CONV_GEMM = 20  # 20-29: convolution paths
 I_GATHER, I_ATTN_MASK = 30, 31  # the text helper's range: 30-39
+I_LSTM, I_GRU = 40, 41  # 40-49: recurrent layers (csrc/om_rnn.h, rnn_rules.py)
 NAMES = {I_GEMM: "gemm", I_VM: "pointwise", I_SOFTMAX: "softmax", I_LAYERNORM: "layer_norm",
          I_ATTN: "attention", I_MAXPOOL: "max_pool2d",
          I_AVGPOOL: "avg_pool2d", I_COPY: "copy", I_BMM: "matmul",
          I_CONV_DIRECT: "conv2d_direct", I_CONV1X1: "conv2d_1x1_gemm",
          I_MEAN_ROWS: "mean", I_CONCAT: "concat", I_CONV_GEMM: "conv2d_gemm",
-         I_GATHER: "gather", I_ATTN_MASK: "attention", I_FAIL: "fail"}
+         I_GATHER: "gather", I_ATTN_MASK: "attention", I_LSTM: "lstm", I_GRU: "gru",
+         I_FAIL: "fail"}
 
 ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "gelu": 4,
                "gelu_tanh": 5}

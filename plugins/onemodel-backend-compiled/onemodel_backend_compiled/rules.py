@@ -917,4 +917,9 @@ from .text_rules import TEXT_RULES  # noqa: E402
 
 RULES.update(TEXT_RULES)
 
+# lstm and gru: a projection GEMM and one recurrent instruction each (rnn_rules.py)
+from .rnn_rules import RNN_RULES  # noqa: E402
+
+RULES.update(RNN_RULES)
+
 __all__ = ["RULES"]

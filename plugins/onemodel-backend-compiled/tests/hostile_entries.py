@@ -45,6 +45,8 @@ KINDS = {
                     A, A, A],
     P.I_MEAN_ROWS: [A, N, N, A],
     P.I_GATHER: [A, N, N, N, A, N, A, C],
+    P.I_LSTM: [N, N, N, A, A, A, A, A, A, A, S, S, A, A, C, A],
+    P.I_GRU: [N, N, N, A, A, A, A, A, A, A, S, S, A, A, C, A],
 }
 
 
@@ -146,7 +148,25 @@ def transformer():
     return fn, ids
 
 
-MODELS = {"mlp": mlp, "cnn": cnn, "transformer": transformer}
+def rnn():
+    """An LSTM with initial states, then a reversed GRU without linear_before_reset (ONNX's
+    default: two panel sets) over its output; hidden size 10: 8 lanes and a tail."""
+    rng = np.random.default_rng(0)
+    size, h = 5, 10
+    lw = [_w(rng, 4 * h, size), _w(rng, 4 * h, h), _w(rng, 4 * h), _w(rng, 4 * h)]
+    gw = [_w(rng, 3 * h, h), _w(rng, 3 * h, h), _w(rng, 3 * h), _w(rng, 3 * h)]
+    h0, c0 = _w(rng, 2, h), _w(rng, 2, h)
+
+    def fn(x):  # x: (seq, 2, size); the sweep's "batch" is the sequence
+        y, hn, cn = om.ops.lstm(x, *lw, h0, c0)
+        y2, h2 = om.ops.gru(y, *gw, hn, reverse=True, linear_before_reset=False)
+        return y2 + cn + h2
+
+    x = np.random.default_rng(1).standard_normal((4, 2, size)).astype(np.float32)
+    return fn, x
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "transformer": transformer, "rnn": rnn}
 
 
 def traced(name):

@@ -988,6 +988,7 @@ static __attribute__((noinline)) void SFX(vm_block)(const int64_t *code, long nc
     else for (long i = 0; i < n; i++) out[i * ostr] = res[i];
 }
 
+#include "om_rnn.h"
 #include "om_split.h"
 
 /* -- executor ----------------------------------------------------------------------------------- */
@@ -1057,6 +1058,8 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs, om_pool *poo
         case I_GATHER:
             if (!SFX(gather)(f, bufs)) return idx;
             break;
+        case I_LSTM:
+        case I_GRU: SFX(rnn)(op, f, bufs); break;
         case I_FAIL:
             return idx;
         default:

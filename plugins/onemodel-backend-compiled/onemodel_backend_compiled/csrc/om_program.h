@@ -10,6 +10,7 @@ enum { I_GEMM = 1, I_VM = 2, I_SOFTMAX = 3, I_LAYERNORM = 4, I_ATTN = 5, /* 6: w
        I_CONV1X1 = 12, I_MEAN_ROWS = 13, I_CONCAT = 14,
        I_CONV_GEMM = 20, /* 20-29: convolution paths */
        I_GATHER = 30, I_ATTN_MASK = 31,
+       I_LSTM = 40, I_GRU = 41, /* 40-49: recurrent layers (om_rnn.h) */
        I_FAIL = 99 };
 enum { VM_LOAD = 1, VM_CONST, VM_ADD, VM_SUB, VM_MUL, VM_DIV, VM_MAX, VM_MIN, VM_POW, VM_NEG,
        VM_ABS, VM_EXP, VM_LOG, VM_SQRT, VM_TANH, VM_SIGMOID, VM_RELU, VM_ERF, VM_GELU,

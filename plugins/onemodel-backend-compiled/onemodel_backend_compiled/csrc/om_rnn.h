@@ -1,0 +1,167 @@
+/* I_LSTM and I_GRU: the recurrence of one direction of one layer (ops lstm / gru, PyTorch's
+ * gate order). The input projection of every step (x W_ih^T + biases) is one I_GEMM emitted
+ * before this instruction into `pre` (T, B, G*H); here, per step, the recurrent GEMM of the
+ * previous state with the packed W_hh^T and the gate arithmetic (8 lanes, the same formulas
+ * on scalars for the rest of a row). Included by om_kernels.h once per kernel copy.
+ *
+ * Fields (both): T, B, H, pre, w, w2, bias, h0, c0, y, y_step, y_row, hn, cn, flags, scratch.
+ *   w: W_hh^T as 16-column panels (K = H; N = G*H, or 2H for a GRU with linear_before_reset
+ *   off, whose n panels (N = H) are w2); bias: the recurrent bias (G*H) added to the GEMM (a
+ *   GRU with linear_before_reset, where r scales W_hn h + b_hn; -1 elsewhere: folded into pre);
+ *   h0, c0: initial states (B, H) or -1 (zeros); y: step t, batch row b at
+ *   y + t * y_step + b * y_row; hn, cn: the final states (B, H) (cn: -1 for a GRU);
+ *   flags: 1 reverse (steps from the last), 2 linear_before_reset (GRU);
+ *   scratch: B * (G + 2) * H floats (rnn_scratch). */
+static long SFX(rnn_scratch)(int64_t op, const int64_t *f) {
+    return f[1] * ((op == I_LSTM ? 4 : 3) + 2) * f[2];
+}
+
+/* the gates' tanh and sigmoid: the rational form of Eigen's and ONNX Runtime's RNN kernels
+ * (odd degree 13 over even degree 6, on x clamped to +-7.905, where tanh rounds to +-1 in
+ * float32; NaN stays NaN), a few ulp from tanh; sigmoid(x) = 0.5 tanh(x / 2) + 0.5, the ops'
+ * own formula. About 17 operations a lane and one division: the VM's exponential form of
+ * each was most of an LSTM step's time beside its GEMM at batch 16 */
+#ifndef OM_GATE_TANH  /* (this header is included once per kernel copy) */
+#define OM_GATE_TANH(T, X, CLAMP, SEL) do { \
+        T x_ = CLAMP(X); T x2 = x_ * x_; \
+        T p_ = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f; \
+        p_ = x2 * p_ + -8.60467152213735e-11f; p_ = x2 * p_ + 5.12229709037114e-08f; \
+        p_ = x2 * p_ + 1.48572235717979e-05f; p_ = x2 * p_ + 6.37261928875436e-04f; \
+        p_ = x2 * p_ + 4.89352455891786e-03f; p_ = x_ * p_; \
+        T q_ = x2 * 1.19825839466702e-06f + 1.18534705686654e-04f; \
+        q_ = x2 * q_ + 2.26843463243900e-03f; q_ = x2 * q_ + 4.89352518554385e-03f; \
+        out_ = SEL(X, p_ / q_); } while (0)
+#define OM_GATE_CLAMP8(X) SFX(vmax)(SFX(bc)(-7.90531110763549805f), \
+                                    SFX(vmin)(SFX(bc)(7.90531110763549805f), X))
+#define OM_GATE_SEL8(X, R) SFX(sel)((X) != (X), X, R)
+#define OM_GATE_CLAMP1(X) ((X) > 7.90531110763549805f ? 7.90531110763549805f \
+                           : (X) < -7.90531110763549805f ? -7.90531110763549805f : (X))
+#define OM_GATE_SEL1(X, R) ((X) != (X) ? (X) : (R))
+#endif
+static inline V8 SFX(gate_tanh8)(V8 x) {
+    V8 out_;
+    OM_GATE_TANH(V8, x, OM_GATE_CLAMP8, OM_GATE_SEL8);
+    return out_;
+}
+static inline float SFX(gate_tanh)(float x) {
+    float out_;
+    OM_GATE_TANH(float, x, OM_GATE_CLAMP1, OM_GATE_SEL1);
+    return out_;
+}
+static inline V8 SFX(gate_sig8)(V8 x) { return 0.5f * SFX(gate_tanh8)(0.5f * x) + 0.5f; }
+static inline float SFX(gate_sig)(float x) { return 0.5f * SFX(gate_tanh)(0.5f * x) + 0.5f; }
+
+/* the LSTM cell on one batch row: g holds the pre-activations i, f, g, o (4H); c the cell
+ * state, updated in place; h the new hidden state */
+static void SFX(lstm_row)(const float *g, float *c, float *h, long H) {
+    long j = 0;
+    for (; j + 8 <= H; j += 8) {
+        V8 i = SFX(gate_sig8)(SFX(ld8)(g + j)), fg = SFX(gate_sig8)(SFX(ld8)(g + H + j));
+        V8 gg = SFX(gate_tanh8)(SFX(ld8)(g + 2 * H + j));
+        V8 o = SFX(gate_sig8)(SFX(ld8)(g + 3 * H + j));
+        V8 cv = fg * SFX(ld8)(c + j) + i * gg;
+        SFX(st8)(c + j, cv);
+        SFX(st8)(h + j, o * SFX(gate_tanh8)(cv));
+    }
+    for (; j < H; j++) {
+        float i = SFX(gate_sig)(g[j]), fg = SFX(gate_sig)(g[H + j]);
+        float gg = SFX(gate_tanh)(g[2 * H + j]), o = SFX(gate_sig)(g[3 * H + j]);
+        float cv = fg * c[j] + i * gg;
+        c[j] = cv;
+        h[j] = o * SFX(gate_tanh)(cv);
+    }
+}
+
+/* a GRU with linear_before_reset: p the row's input part (r, z, n; 3H), q its recurrent part
+ * (W_h h + b_h; 3H); n = tanh(p_n + r q_n), h' = n + z (h - n) */
+static void SFX(gru_lbr_row)(const float *p, const float *q, const float *hp, float *h, long H) {
+    long j = 0;
+    for (; j + 8 <= H; j += 8) {
+        V8 r = SFX(gate_sig8)(SFX(ld8)(p + j) + SFX(ld8)(q + j));
+        V8 z = SFX(gate_sig8)(SFX(ld8)(p + H + j) + SFX(ld8)(q + H + j));
+        V8 n = SFX(gate_tanh8)(SFX(ld8)(p + 2 * H + j) + r * SFX(ld8)(q + 2 * H + j));
+        SFX(st8)(h + j, n + z * (SFX(ld8)(hp + j) - n));
+    }
+    for (; j < H; j++) {
+        float r = SFX(gate_sig)(p[j] + q[j]), z = SFX(gate_sig)(p[H + j] + q[H + j]);
+        float n = SFX(gate_tanh)(p[2 * H + j] + r * q[2 * H + j]);
+        h[j] = n + z * (hp[j] - n);
+    }
+}
+
+/* a GRU without it (ONNX's default), first half: r and z from p (3H) and q = W_rz h (2H); z
+ * kept in q's z half, rh = r * h for the n GEMM */
+static void SFX(gru_rz_row)(const float *p, float *q, const float *hp, float *rh, long H) {
+    long j = 0;
+    for (; j + 8 <= H; j += 8) {
+        V8 r = SFX(gate_sig8)(SFX(ld8)(p + j) + SFX(ld8)(q + j));
+        SFX(st8)(q + H + j, SFX(gate_sig8)(SFX(ld8)(p + H + j) + SFX(ld8)(q + H + j)));
+        SFX(st8)(rh + j, r * SFX(ld8)(hp + j));
+    }
+    for (; j < H; j++) {
+        float r = SFX(gate_sig)(p[j] + q[j]);
+        q[H + j] = SFX(gate_sig)(p[H + j] + q[H + j]);
+        rh[j] = r * hp[j];
+    }
+}
+
+/* second half: a = p_n + W_n (r h) (the GEMM added p_n), n = tanh(a), h' = n + z (h - n) */
+static void SFX(gru_n_row)(const float *a, const float *z, const float *hp, float *h, long H) {
+    long j = 0;
+    for (; j + 8 <= H; j += 8) {
+        V8 n = SFX(gate_tanh8)(SFX(ld8)(a + j));
+        SFX(st8)(h + j, n + SFX(ld8)(z + j) * (SFX(ld8)(hp + j) - n));
+    }
+    for (; j < H; j++) {
+        float n = SFX(gate_tanh)(a[j]);
+        h[j] = n + z[j] * (hp[j] - n);
+    }
+}
+
+#define RADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
+static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
+    long T = f[0], B = f[1], H = f[2], ystep = f[10], yrow = f[11];
+    int lstm = op == I_LSTM, rev = (int)(f[14] & 1), lbr = (int)((f[14] >> 1) & 1);
+    long G = lstm ? 4 : 3, GH = G * H;
+    const float *pre = RADDR(f[3]), *w = RADDR(f[4]), *w2 = RADDR(f[5]), *bias = RADDR(f[6]);
+    const float *h0 = RADDR(f[7]), *c0 = RADDR(f[8]);
+    float *y = RADDR(f[9]), *hn = RADDR(f[12]), *cn = RADDR(f[13]), *S = RADDR(f[15]);
+    float *q = S, *rh = S + B * GH, *qn = rh + B * H;
+    /* the state before the first step: h0, or zeros in hn (written again at the end) */
+    const float *hp = h0;
+    long ldh = H;
+    if (!hp) { memset(hn, 0, B * H * sizeof(float)); hp = hn; }
+    if (lstm) {
+        if (c0) memcpy(cn, c0, B * H * sizeof(float));
+        else memset(cn, 0, B * H * sizeof(float));
+    }
+    for (long s = 0; s < T; s++) {
+        long t = rev ? T - 1 - s : s;
+        const float *p = pre + t * B * GH;
+        float *yt = y + t * ystep;
+        if (lstm) {  /* q = p + h W_hh^T, then the cell */
+            SFX(Epi) e = {0, 0, p, GH, ACT_NONE};
+            SFX(gemm)(B, H, GH, hp, ldh, w, q, GH, &e);
+            for (long b = 0; b < B; b++)
+                SFX(lstm_row)(q + b * GH, cn + b * H, yt + b * yrow, H);
+        } else if (lbr) {  /* q = h W_hh^T + b_hh */
+            SFX(Epi) e = {bias, bias ? 1 : 0, 0, 0, ACT_NONE};
+            SFX(gemm)(B, H, GH, hp, ldh, w, q, GH, &e);
+            for (long b = 0; b < B; b++)
+                SFX(gru_lbr_row)(p + b * GH, q + b * GH, hp + b * ldh, yt + b * yrow, H);
+        } else {  /* q = h W_rz^T; r, z; qn = p_n + (r h) W_n^T; n, h' */
+            SFX(Epi) none = {0, 0, 0, 0, ACT_NONE};
+            SFX(gemm)(B, H, 2 * H, hp, ldh, w, q, 2 * H, &none);
+            for (long b = 0; b < B; b++)
+                SFX(gru_rz_row)(p + b * GH, q + b * 2 * H, hp + b * ldh, rh + b * H, H);
+            SFX(Epi) e = {0, 0, p + 2 * H, GH, ACT_NONE};
+            SFX(gemm)(B, H, H, rh, H, w2, qn, H, &e);
+            for (long b = 0; b < B; b++)
+                SFX(gru_n_row)(qn + b * H, q + b * 2 * H + H, hp + b * ldh, yt + b * yrow, H);
+        }
+        hp = yt;
+        ldh = yrow;
+    }
+    for (long b = 0; b < B; b++) memcpy(hn + b * H, hp + b * ldh, H * sizeof(float));
+}
+#undef RADDR

@@ -1,0 +1,93 @@
+"""lstm and gru (one direction of one layer; om.nn.LSTM / GRU and the ONNX imports stack layers
+and directions out of them) as native code: the input projection of every step as one packed
+GEMM into scratch, then one I_LSTM / I_GRU instruction running the steps (csrc/om_rnn.h: per
+step the recurrent GEMM over the packed W_hh^T and the gate arithmetic).
+
+Biases are folded where the formula allows: an LSTM's b_ih + b_hh and a GRU's (without
+``linear_before_reset``) both go into the projection's bias; a GRU with it keeps b_hh on the
+recurrent GEMM, since r scales ``W_hn h + b_hn``. Weights fed at run time (training, or a weight
+that is a graph input) raise `Unsupported`: the node runs its numpy kernel, and the plan's
+profile says why.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import program as P
+from .lower import Lowering
+from .pointwise import Unsupported
+
+
+def _weight(lw: Lowering, value, rows: int, cols: int | None, what: str):
+    """A float32 constant of ``(rows, cols)`` (``(rows,)`` without cols), or None for an
+    absent input."""
+    if value is None:
+        return None
+    if value not in lw.consts:
+        raise Unsupported(f"{what} is computed at run time (only constant weights run "
+                          f"natively)")
+    arr = np.asarray(lw.consts[value])
+    shape = (rows,) if cols is None else (rows, cols)
+    if arr.dtype != np.float32 or arr.shape != shape:
+        raise Unsupported(f"{what}: {arr.dtype} {arr.shape}, not float32 {shape}")
+    return arr
+
+
+def _rule(gates: int):
+    def rule(lw: Lowering, node, params):
+        ins = (list(node.inputs) + [None] * 7)[:7]
+        x, w_ih, w_hh, b_ih, b_hh, h0 = ins[:6]
+        c0 = ins[6] if gates == 4 else None
+        if not lw.is_f32(x) or any(s is not None and not lw.is_f32(s) for s in (h0, c0)):
+            raise Unsupported("dtype")
+        steps, batch, size = lw.shape(x)
+        h = lw.shape(node.outputs[1])[1]
+        gh = gates * h
+        W_ih = _weight(lw, w_ih, gh, size, "w_ih")
+        W_hh = _weight(lw, w_hh, gh, h, "w_hh")
+        B_ih = _weight(lw, b_ih, gh, None, "b_ih")
+        B_hh = _weight(lw, b_hh, gh, None, "b_hh")
+        lbr = gates == 3 and bool(params.get("linear_before_reset", True))
+        key = lw.const_key
+        # the projection's bias: b_ih, plus b_hh where it is not on the recurrent GEMM
+        parts = [(b, B) for j, (b, B) in enumerate(((b_ih, B_ih), (b_hh, B_hh)))
+                 if B is not None and not (lbr and j == 1)]
+        bias_off = -1
+        if parts:
+            total = parts[0][1] if len(parts) == 1 else parts[0][1] + parts[1][1]
+            bias_off = P.addr(P.WEIGHTS, lw.weights.plain(
+                ("rnn projection bias", *(key(b) for b, _ in parts)), total))
+        rec_bias = -1
+        if lbr and B_hh is not None:
+            rec_bias = P.addr(P.WEIGHTS, lw.weights.plain(key(b_hh), B_hh))
+        xl, m, k, lda = lw.matrix(x)
+        pre = lw.scratch(steps * batch * gh)
+        w_in = lw.weights.panels((key(w_ih), "^T"), lambda: W_ih.T)
+        lw.emit(P.instruction(P.I_GEMM, xl.addr, lda, m, k, gh, P.addr(P.WEIGHTS, w_in),
+                              bias_off, 1 if parts else 0, -1, gh, pre.addr, gh,
+                              P.ACTIVATIONS[None]))
+        if gates == 3 and not lbr:  # r and z from h, n from r * h: two panel sets
+            w = lw.weights.panels((key(w_hh), "rz^T"), lambda: W_hh[:2 * h].T)
+            w2 = P.addr(P.WEIGHTS, lw.weights.panels((key(w_hh), "n^T"),
+                                                     lambda: W_hh[2 * h:].T))
+        else:
+            w = lw.weights.panels((key(w_hh), "^T"), lambda: W_hh.T)
+            w2 = -1
+        states = [lw.contiguous(s).addr if s is not None else -1 for s in (h0, c0)]
+        y = lw.dest(node.outputs[0])
+        finals = [lw.dest(o) for o in node.outputs[1:]]
+        scratch = lw.scratch(batch * (gates + 2) * h)
+        flags = (1 if params.get("reverse", False) else 0) | (2 if lbr else 0)
+        lw.emit(P.instruction(P.I_LSTM if gates == 4 else P.I_GRU, steps, batch, h, pre.addr,
+                              P.addr(P.WEIGHTS, w), w2, rec_bias, *states, y.addr,
+                              batch * h, h, finals[0].addr,
+                              finals[1].addr if gates == 4 else -1, flags, scratch.addr))
+        lw.bind(node.outputs[0], y)
+        for o, loc in zip(node.outputs[1:], finals):
+            lw.bind(o, loc)
+    return rule
+
+
+RNN_RULES = {"lstm": _rule(4), "gru": _rule(3)}
+
+__all__ = ["RNN_RULES"]

@@ -1,0 +1,242 @@
+"""Native lstm and gru (rnn_rules.py, csrc/om_rnn.h): om.nn.LSTM / GRU in every configuration,
+the ops with either GRU reset form, symbolic batch and sequence axes, and ONNX imports, against
+the numpy backend (the documented rtol=1e-4, atol=1e-5) and the textbook cell equations of
+tests/references/rnn.py (float64), on both kernel copies; the plan must hold no numpy step for
+them. Weights given at run time fall back, and the plan says why."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import onemodel as om
+from onemodel import Tensor
+from tests.references.rnn import gru as ref_gru
+from tests.references.rnn import lstm as ref_lstm
+
+TOL = dict(rtol=1e-4, atol=1e-5)
+
+
+def _r(rng, *shape, scale=0.5):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def _trace(fn, *arrays, axes=None):
+    """Trace ``fn`` on one or more arrays, every axis fixed (or ``axes`` for a single input)."""
+    if len(arrays) == 1:
+        return om.trace(fn, Tensor.from_numpy(arrays[0]), *(axes or (None,) * arrays[0].ndim))
+    return om.trace(fn, {f"in{i}": (Tensor.from_numpy(a), *(None,) * a.ndim)
+                         for i, a in enumerate(arrays)})
+
+
+def _sessions(traced):
+    return (om.Session(traced, backend="compiled"), om.Session(traced, backend="numpy"))
+
+
+def _assert_native(session, feeds, ops=("lstm", "gru")):
+    plan = session.plan_source(feeds)
+    for op in ops:
+        assert f"numpy: {op}" not in plan, plan
+    assert any(f" {op} -> " in plan for op in ops), plan
+    return plan
+
+
+def _check(traced, feeds):
+    compiled, numpy_ = _sessions(traced)
+    got, want = compiled.run(feeds), numpy_.run(feeds)
+    for name in want:
+        np.testing.assert_allclose(got[name].numpy(), want[name].numpy(), **TOL,
+                                   err_msg=name)
+    _assert_native(compiled, feeds)
+    return got
+
+
+CONFIGS = [  # (cls, num_layers, bidirectional, batch_first, bias, states)
+    (om.nn.LSTM, 1, False, False, True, False),
+    (om.nn.LSTM, 2, True, True, True, True),
+    (om.nn.LSTM, 1, True, False, False, True),
+    (om.nn.LSTM, 2, False, True, False, False),
+    (om.nn.GRU, 1, False, False, True, False),
+    (om.nn.GRU, 2, True, True, True, True),
+    (om.nn.GRU, 1, True, False, False, True),
+    (om.nn.GRU, 2, False, True, False, False),
+]
+
+
+@pytest.mark.parametrize("batch", [1, 16])
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: (
+    f"{c[0].__name__}-l{c[1]}{'-bi' if c[2] else ''}{'-bf' if c[3] else ''}"
+    f"{'' if c[4] else '-nobias'}{'-states' if c[5] else ''}"))
+def test_nn_layers_run_natively_and_match_numpy(isa, cfg, batch):
+    cls, layers, bi, bf, bias, states = cfg
+    size, hidden, seq = 7, 12, 5  # hidden 12: one 8-lane block and a scalar tail
+    om.manual_seed(3)
+    m = cls(size, hidden, num_layers=layers, bidirectional=bi, batch_first=bf, bias=bias).eval()
+    lstm = cls is om.nn.LSTM
+    rng = np.random.default_rng(batch)
+    x = _r(rng, *((batch, seq, size) if bf else (seq, batch, size)), scale=1.0)
+    n = layers * (2 if bi else 1)
+    s = [_r(rng, n, batch, hidden) for _ in range(2 if lstm else 1)]
+
+    def fn(x, *st):
+        hx = None if not st else (tuple(st) if lstm else st[0])
+        out, fin = m(x, hx)
+        fin = fin if lstm else (fin,)
+        return (out, *fin)
+
+    traced = _trace(fn, x, *(s if states else []))
+    feeds = dict(zip(traced.input_names, [x] + (s if states else [])))
+    _check(traced, feeds)
+
+
+@pytest.mark.parametrize("lbr", [True, False])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("batch", [1, 16])
+def test_gru_ops_match_the_cell_equations(isa, lbr, reverse, batch):
+    rng = np.random.default_rng(7)
+    size, h, seq = 5, 9, 6
+    w = [_r(rng, 3 * h, size), _r(rng, 3 * h, h), _r(rng, 3 * h), _r(rng, 3 * h)]
+    h0 = _r(rng, batch, h)
+    x = _r(rng, seq, batch, size, scale=1.0)
+
+    def fn(x, h0):
+        return om.ops.gru(x, *[Tensor.from_numpy(a) for a in w], h0, reverse=reverse,
+                          linear_before_reset=lbr)
+
+    traced = _trace(fn, x, h0)
+    feeds = dict(zip(traced.input_names, [x, h0]))
+    got = _check(traced, feeds)
+    y, hn = ref_gru(x, *w, h0=h0, reverse=reverse, linear_before_reset=lbr)
+    outs = [got[n].numpy() for n in traced.output_names]
+    np.testing.assert_allclose(outs[0], y, **TOL)
+    np.testing.assert_allclose(outs[1], hn, **TOL)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_lstm_op_matches_the_cell_equations(isa, reverse):
+    rng = np.random.default_rng(8)
+    size, h, seq, batch = 6, 20, 7, 3
+    w = [_r(rng, 4 * h, size), _r(rng, 4 * h, h), _r(rng, 4 * h), None]
+    h0, c0 = _r(rng, batch, h), _r(rng, batch, h)
+    x = _r(rng, seq, batch, size, scale=2.0)
+    consts = [None if a is None else Tensor.from_numpy(a) for a in w]
+
+    def fn(x):
+        return om.ops.lstm(x, *consts, Tensor.from_numpy(h0), Tensor.from_numpy(c0),
+                           reverse=reverse)
+
+    traced = _trace(fn, x)
+    feeds = {traced.input_names[0]: x}
+    got = _check(traced, feeds)
+    want = ref_lstm(x, *w, h0=h0, c0=c0, reverse=reverse)
+    for name, ref in zip(traced.output_names, want):
+        np.testing.assert_allclose(got[name].numpy(), ref, **TOL, err_msg=name)
+
+
+def test_symbolic_batch_and_sequence_run_at_other_sizes(isa):
+    om.manual_seed(5)
+    m = om.nn.LSTM(4, 16, num_layers=2, bidirectional=True, batch_first=True).eval()
+    g = om.nn.GRU(32, 8).eval()
+
+    def fn(x):
+        y, _ = m(x)
+        z, h = g(y.transpose(0, 1))
+        return z, h
+
+    traced = _trace(fn, np.zeros((2, 3, 4), np.float32), axes=("batch", "seq", None))
+    compiled, numpy_ = _sessions(traced)
+    rng = np.random.default_rng(0)
+    for batch, seq in ((1, 1), (16, 9), (3, 32)):
+        feeds = {traced.input_names[0]: _r(rng, batch, seq, 4, scale=1.0)}
+        got, want = compiled.run(feeds), numpy_.run(feeds)
+        for name in want:
+            assert got[name].shape == want[name].shape
+            np.testing.assert_allclose(got[name].numpy(), want[name].numpy(), **TOL)
+        _assert_native(compiled, feeds)
+
+
+@pytest.mark.parametrize("cls", [om.nn.LSTM, om.nn.GRU], ids=["LSTM", "GRU"])
+def test_onnx_imports_stay_native(isa, cls, tmp_path):
+    pytest.importorskip("onnx")
+    om.manual_seed(1)
+    m = cls(6, 10, num_layers=2, bidirectional=True).eval()
+
+    def fn(x):
+        return m(x)[0]
+
+    traced = _trace(fn, np.zeros((5, 2, 6), np.float32), axes=("seq", "batch", None))
+    path = str(tmp_path / "rnn.onnx")
+    traced.save_onnx(path)
+    loaded = om.load_onnx(path)
+    x = _r(np.random.default_rng(2), 8, 3, 6, scale=1.0)
+    feeds = {loaded.input_names[0]: x}
+    want = om.Session(traced, backend="numpy").run({traced.input_names[0]: x})
+    got = om.Session(loaded, backend="compiled").run(feeds)
+    np.testing.assert_allclose(got[loaded.output_names[0]].numpy(),
+                               want[traced.output_names[0]].numpy(), **TOL)
+    plan = _assert_native(om.Session(loaded, backend="compiled"), feeds,
+                          (cls.__name__.lower(),))
+    assert plan.count(f" {cls.__name__.lower()} -> ") >= 4
+
+
+def test_onnx_gru_default_reset_imports_natively(isa):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    from onemodel.formats.onnx_import import from_onnx
+    from onemodel.trace.traced_model import TracedModel
+
+    rng = np.random.default_rng(4)
+    h, size = 6, 3
+    inits = {"W": _r(rng, 2, 3 * h, size), "R": _r(rng, 2, 3 * h, h), "B": _r(rng, 2, 6 * h)}
+    node = helper.make_node("GRU", ["X", "W", "R", "B"], ["Y", "Y_h"], hidden_size=h,
+                            direction="bidirectional")
+    graph = helper.make_graph(
+        [node], "gru", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, 2, size])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("Y", "Y_h")],
+        [onnx.numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = TracedModel(from_onnx(helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 14)])))
+    feeds = {"X": _r(rng, 4, 2, size, scale=1.0)}
+    _check(model, feeds)
+
+
+def test_weights_given_at_run_time_fall_back_and_say_why():
+    rng = np.random.default_rng(0)
+    x, w_ih, w_hh = _r(rng, 3, 2, 4), _r(rng, 9, 4), _r(rng, 9, 3)
+    traced = _trace(lambda x, a, b: om.ops.gru(x, a, b)[0], x, w_ih, w_hh)
+    feeds = dict(zip(traced.input_names, (x, w_ih, w_hh)))
+    compiled, numpy_ = _sessions(traced)
+    np.testing.assert_allclose(compiled.run(feeds)[traced.output_names[0]].numpy(),
+                               numpy_.run(feeds)[traced.output_names[0]].numpy(), **TOL)
+    plan = compiled.plan_source(feeds)
+    assert "numpy: gru" in plan and "computed at run time" in plan, plan
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru", "gru_onnx_reset"])
+def test_saturated_gates_and_nan_match(isa, cell):
+    """Pre-activations far past where tanh and sigmoid round to +-1 / 0 / 1 (the gates' clamp),
+    and a NaN in the input, which numpy spreads to every later step."""
+    rng = np.random.default_rng(11)
+    g = 4 if cell == "lstm" else 3
+    size, h, seq, batch = 3, 11, 5, 2
+    w = [_r(rng, g * h, size, scale=6.0), _r(rng, g * h, h, scale=6.0), _r(rng, g * h),
+         _r(rng, g * h)]
+    x = _r(rng, seq, batch, size, scale=8.0)
+    consts = [Tensor.from_numpy(a) for a in w]
+    params = {} if cell == "lstm" else {"linear_before_reset": cell == "gru"}
+
+    def fn(x):
+        return (om.ops.lstm if cell == "lstm" else om.ops.gru)(x, *consts, **params)
+
+    traced = _trace(fn, x)
+    name = traced.input_names[0]
+    got = _check(traced, {name: x})
+    ref = (ref_lstm(x, *w) if cell == "lstm" else
+           ref_gru(x, *w, linear_before_reset=cell == "gru"))
+    for out, want in zip(traced.output_names, ref):
+        np.testing.assert_allclose(got[out].numpy(), want, **TOL, err_msg=out)
+    bad = x.copy()
+    bad[1, 0, 0] = np.nan
+    got = _check(traced, {name: bad})
+    y = got[traced.output_names[0]].numpy()
+    assert np.isnan(y[1:, 0]).all() and not np.isnan(y[:, 1]).any()
