@@ -245,6 +245,8 @@ class OpDef:
     * ``signature`` (optional) is the positional order of a call when it is not "inputs, then
       params": every input and param name once, e.g. ``("x", "normalized_shape", "weight",
       "bias", "eps")`` for ``layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5)``.
+      A variadic input may only come last there, and then takes the remaining positional
+      arguments: ``("equation", "operands")`` is ``einsum(equation, *operands)``.
     * ``traits`` (`OpTraits`) are the facts passes and backends may rely on: pointwise with a
       scalar formula, a view, batch-major, a cost function.
     * ``decomposition`` (optional) builds the op from other ops, PyTorch's
@@ -309,9 +311,11 @@ class OpDef:
             raise TypeError(f"op {self.name!r}: a variadic input must be the only input")
         if self.signature:
             names = [i.rstrip("?*") for i in self.inputs] + list(self.params)
-            if sorted(self.signature) != sorted(names) or star:
+            if sorted(self.signature) != sorted(names) or (
+                    star and self.signature[-1] != star[0].rstrip("*")):
                 raise TypeError(f"op {self.name!r}: signature {self.signature} must name every "
-                                f"input and param once ({', '.join(names)})")
+                                f"input and param once ({', '.join(names)}), a variadic input "
+                                f"last")
         pw = self.traits.pointwise
         if pw is not None:
             if star:
