@@ -196,3 +196,61 @@ def test_data_sizes_survive_the_onemodel_format(tmp_path):
     np.testing.assert_array_equal(y.numpy(), x.reshape(2, 6))
     with back.create_session() as sess:
         assert sess.outputs[0].shape == ("data0", "data1")
+
+
+# -- ops whose output size the input's values decide (issue 23) --------------------------------
+B = TP.BOOL
+
+
+def _selected(x):
+    return {"x": x}
+
+
+def test_nonzero_imports_and_sizes_its_result_from_the_data():
+    m = _model(h.make_node("NonZero", ["x"], ["y"]), [("x", F, [3, 4])])
+    a = np.where(rng.standard_normal((3, 4)) > 0, 1.5, 0).astype(np.float32)
+    g = _check(m, [{"x": a}, {"x": np.zeros((3, 4), np.float32)}, {"x": np.ones((3, 4), np.float32)}])
+    assert [n.op for n in g.nodes] == ["shape_from_data"]
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_compress_imports_with_and_without_an_axis(axis):
+    kw = {} if axis is None else {"axis": axis}
+    node = h.make_node("Compress", ["x", "c"], ["y"], **kw)
+    size = 12 if axis is None else (3, 4)[axis]
+    m = _model(node, [("x", F, [3, 4]), ("c", B, [size])])
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    _check(m, [{"x": x, "c": rng.standard_normal(size) > 0}, {"x": x, "c": np.zeros(size, bool)}])
+
+
+def test_compress_result_feeds_later_ops():
+    nodes = [h.make_node("Compress", ["x", "c"], ["s"], axis=0),
+             h.make_node("ReduceSum", ["s", "ax"], ["y"], keepdims=0)]
+    graph = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", F, [5, 2]),
+                                      h.make_tensor_value_info("c", B, [5])],
+                         [h.make_empty_tensor_value_info("y")],
+                         initializer=[onnx.numpy_helper.from_array(np.array([1]), "ax")])
+    m = h.make_model(graph, opset_imports=[h.make_opsetid("", 21)])
+    x = rng.standard_normal((5, 2)).astype(np.float32)
+    _check(m, [{"x": x, "c": np.array([1, 0, 1, 1, 0], bool)}, {"x": x, "c": np.ones(5, bool)}])
+
+
+@pytest.mark.parametrize("sorted_", [1, 0])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_unique_imports_all_four_outputs(sorted_, axis):
+    kw = {"sorted": sorted_} if axis is None else {"sorted": sorted_, "axis": axis}
+    node = h.make_node("Unique", ["x"], ["y", "first", "inverse", "counts"], **kw)
+    m = _model(node, [("x", F, [4, 3])], n_out=4)
+    x = np.array([[2, 1, 2], [0, 5, 0], [2, 1, 2], [3, 3, 3]], np.float32)
+    _check(m, [{"x": x}, {"x": np.ones((4, 3), np.float32)},
+               {"x": rng.integers(0, 3, (4, 3)).astype(np.float32)}])
+
+
+def test_data_dependent_imports_export_again():
+    m = _model(h.make_node("Unique", ["x"], ["y", "first", "inverse", "counts"], sorted=0),
+               [("x", F, [6])], n_out=4)
+    graph = from_onnx(m)
+    again = to_onnx(graph)
+    x = np.array([3, 1, 3, 2, 1, 0], np.float32)
+    for w, g in zip(_ort(m, {"x": x}), _ort(again, {"x": x})):
+        np.testing.assert_array_equal(g, w)

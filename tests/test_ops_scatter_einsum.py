@@ -1,6 +1,8 @@
 """PyTorch semantics of scatter, scatter_add, diag, einsum and repeat_interleave (issue 23)
 beyond the generic tests: torch's argument order, in-place forms, numpy's implicit einsum
 output, and errors that name the op and the argument."""
+import inspect
+
 import numpy as np
 import pytest
 
@@ -34,6 +36,32 @@ def test_einsum_forms():
     np.testing.assert_allclose(ops.einsum([t(b)], "ji").numpy(), b.T)  # sorted letters
     np.testing.assert_allclose(ops.einsum([t(np.eye(3) * 2)], "ii").numpy(), 6.0)
     np.testing.assert_allclose(ops.einsum([t(a)], "...j->...").numpy(), a.sum(-1))
+
+
+def test_einsum_takes_torch_order():
+    a = np.arange(6.0).reshape(2, 3)
+    b = np.arange(12.0).reshape(3, 4)
+    c = np.arange(4.0)
+    np.testing.assert_allclose(ops.einsum("ij,jk->ik", t(a), t(b)).numpy(), a @ b)
+    np.testing.assert_allclose(ops.einsum("ij,jk,k->i", [t(a), t(b), t(c)]).numpy(),
+                               np.einsum("ij,jk,k->i", a, b, c))
+    np.testing.assert_allclose(ops.einsum("ii", t(np.eye(3) * 2)).numpy(), 6.0)
+    np.testing.assert_allclose(ops.einsum(equation="ij->j", operands=[t(a)]).numpy(), a.sum(0))
+    np.testing.assert_allclose(om.nn.functional.einsum("ij,kj->ik", t(a), t(a)).numpy(), a @ a.T)
+    assert str(inspect.signature(ops.einsum)) == "(equation, *operands)"
+
+
+def test_einsum_torch_order_traces_with_a_symbolic_axis():
+    w = t(np.arange(12.0, dtype=np.float32).reshape(3, 4))
+    traced = om.trace(lambda x: ops.einsum("bi,ij->bj", x, w), t(np.ones((2, 3), np.float32)),
+                      "batch", None)
+    x = np.arange(15.0, dtype=np.float32).reshape(5, 3)
+    np.testing.assert_allclose(traced(t(x)).numpy(), x @ w.numpy())
+
+
+def test_einsum_without_operands_names_them():
+    with pytest.raises(OneModelError, match=r"einsum.*'operands'"):
+        ops.einsum("ij")
 
 
 def test_diag_and_repeat_interleave():

@@ -65,7 +65,9 @@ def test_factories_and_products():
     (lambda: ops.stack([t(np.zeros(2)), t(np.zeros(3))]), ["ops.stack", "shape"]),
     (lambda: ops.chunk(t(np.zeros(4)), 0), ["ops.chunk", "'chunks'"]),
     (lambda: ops.pad(t(np.zeros((2, 2))), (1,)), ["ops.pad", "'pad'"]),
-    (lambda: ops.pad(t(np.zeros((2, 2))), (1, 1), mode="circular"), ["ops.pad", "'mode'"]),
+    (lambda: ops.pad(t(np.zeros((2, 2))), (1, 1), mode="wrap"), ["ops.pad", "'mode'"]),
+    (lambda: ops.pad(t(np.zeros((2, 2))), (3, 0), mode="circular"), ["ops.pad", "circular",
+                                                                     "wrap more than once"]),
     (lambda: ops.pad(t(np.zeros((2, 2))), (2, 0), mode="reflect"), ["ops.pad", "reflect"]),
     (lambda: ops.roll(t(np.zeros((2, 2))), (1, 2), 0), ["ops.roll", "'shifts'", "'axes'"]),
     (lambda: ops.repeat(t(np.zeros((2, 2))), (2,)), ["ops.repeat", "'sizes'"]),
@@ -77,7 +79,8 @@ def test_factories_and_products():
     (lambda: ops.narrow(t(np.zeros(3)), 0, 2, 2), ["ops.narrow", "start"]),
     (lambda: ops.one_hot(t([0, 3]), num_classes=3), ["ops.one_hot", "num_classes"]),
     (lambda: ops.one_hot(t([0.5]), 2), ["ops.one_hot", "integer"]),
-    (lambda: ops.one_hot(t([0, 1]), -1), ["ops.one_hot", "'num_classes'", "x.max()"]),
+    (lambda: ops.one_hot(t([0, 1]), -2), ["ops.one_hot", "'num_classes'", "-1"]),
+    (lambda: ops.one_hot(t([0, -1])), ["ops.one_hot", ">= 0"]),
     (lambda: ops.bmm(t(np.zeros((2, 2, 2))), t(np.zeros((3, 2, 2)))), ["ops.bmm", "batch"]),
     (lambda: ops.outer(t(np.zeros((2, 2))), t(np.zeros(2))), ["ops.outer", "1-D"]),
     (lambda: ops.linspace(0, 1, -1), ["ops.linspace", "'steps'"]),
@@ -87,6 +90,49 @@ def test_bad_arguments_name_the_op_and_the_argument(call, words):
         call()
     for w in words:
         assert w in str(info.value), (w, str(info.value))
+
+
+def test_circular_pad_wraps_around_as_torch():
+    x = t(np.arange(6.0).reshape(2, 3))
+    assert ops.pad(x, (2, 1), mode="circular").numpy().tolist() == [
+        [1.0, 2.0, 0.0, 1.0, 2.0, 0.0], [4.0, 5.0, 3.0, 4.0, 5.0, 3.0]]
+    assert ops.pad(x, (0, 0, 1, 2), mode="circular").numpy()[:, 0].tolist() == [3, 0, 3, 0, 3]
+    assert om.nn.functional.pad(x, (3, 3), "circular").shape == (2, 9)  # a whole axis, once
+
+
+def test_circular_pad_gradient_sums_the_wrapped_copies():
+    x = t(np.arange(3.0)).requires_grad_()
+    ops.pad(x, (2, 1), mode="circular").sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]   # out = [1, 2, 0, 1, 2, 0]: each twice
+
+
+def test_circular_pad_traces_with_a_symbolic_axis_and_exports():
+    ex = Tensor.from_numpy(np.arange(12.0, dtype=np.float32).reshape(4, 3))
+    fn = lambda x: ops.pad(x, (1, 2, 1, 0), mode="circular")  # noqa: E731
+    traced = om.trace(fn, ex, "batch", None)
+    x = Tensor.from_numpy(np.arange(18.0, dtype=np.float32).reshape(6, 3))
+    want = np.pad(x.numpy(), ((1, 0), (1, 2)), mode="wrap")
+    np.testing.assert_array_equal(traced(x).numpy(), want)
+    ort = pytest.importorskip("onnxruntime")
+    import tempfile, pathlib  # noqa: E401
+    for opset in (17, 21):  # Concat of Slices below opset 19, Pad mode "wrap" from 19
+        with tempfile.TemporaryDirectory() as d:
+            path = str(pathlib.Path(d) / "pad.onnx")
+            traced.save_onnx(path, opset=opset)
+            got = ort.InferenceSession(path).run(None, {"input": x.numpy()})[0]
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(om.load_onnx(path)(x).numpy(), want)
+
+
+def test_one_hot_reads_the_classes_from_the_data_eagerly():
+    labels = t([2, 0, 1, 2])
+    assert ops.one_hot(labels).numpy().tolist() == np.eye(3, dtype=np.int64)[[2, 0, 1, 2]].tolist()
+    assert om.nn.functional.one_hot(labels, -1).shape == (4, 3)
+    assert ops.one_hot(t(np.zeros(0, np.int64))).shape == (0, 0)
+    with pytest.raises(om.TraceException, match=r"one_hot.*num_classes=-1"):
+        om.trace(lambda x: ops.one_hot(x), t(np.array([0, 1, 2])), "n")
+    traced = om.trace(lambda x: ops.one_hot(x, 4), t(np.array([0, 1, 3])), "n")
+    assert traced(t([3, 3, 0, 1, 2])).numpy().argmax(-1).tolist() == [3, 3, 0, 1, 2]
 
 
 def test_symbolic_sizes_flow_through_inference():

@@ -9,13 +9,15 @@ from ..registry import REQUIRED
 from ._table import render, wrap_text
 
 SHORT = ["op", "plugin", "grad", "trace", "ONNX", "kernels"]
-LONG = ["op", "plugin", "gradient", "traceable", "ONNX", "backend kernels"]
+LONG = ["op", "torch", "plugin", "gradient", "traceable", "ONNX", "backend kernels"]
 
 EPILOG = """columns:
   grad     yes: differentiable (a gradient rule)
   trace    yes, no, or params: refused with some values (--long says why)
   ONNX     export, import, both, or -
   kernels  backends with a specialised kernel (every backend can run every op)
+  torch    (NAME, --markdown) PyTorch's counterpart: F. is torch.nn.functional,
+           Tensor. a method; none: torch has no such op
 
 examples:
   onemodel ops               one line per op
@@ -74,6 +76,14 @@ def _onnx_short(op) -> str:
     return "both" if len(ways) == 2 else (ways[0] if ways else ("doc" if spec.doc else "-"))
 
 
+def torch_names(op) -> str:
+    """PyTorch's counterpart as the record states it (`OpDef.torch`): its names, "none" when
+    torch has no such op, "?" when the record does not say."""
+    if op.torch is None:
+        return "none"
+    return ", ".join(op.torch) if op.torch else "?"
+
+
 def _kernels(name: str, kernels) -> list[str]:
     return sorted(b for (b, o) in kernels if o == name)
 
@@ -91,7 +101,8 @@ def table_rows(long: bool = True, plugins=None) -> list[list[str]]:
         backends = ", ".join(_kernels(name, kernels)) or "-"
         grad = "yes" if op.vjp is not None else "no"
         if long:
-            rows.append([name, _plugin(op), grad, _traceable(op), _onnx(op), backends])
+            rows.append([name, torch_names(op), _plugin(op), grad, _traceable(op), _onnx(op),
+                         backends])
         else:
             rows.append([name, _plugin(op), grad, _trace_short(op), _onnx_short(op), backends])
     return rows
@@ -124,6 +135,7 @@ def describe(name: str) -> dict:
             "export": op.decomposition is not None or spec.export is not None,
             "imports": sorted(spec.imports) if spec else [], "doc": spec.doc if spec else ""},
         "decomposition": op.decomposition is not None,
+        "torch": None if op.torch is None else list(op.torch),
         "methods": [m for m in (*op.methods, *op.reflected, *op.inplace)],
         "kernels": _kernels(name, registry.kernels()),
     }
@@ -132,7 +144,7 @@ def describe(name: str) -> dict:
 def details(name: str) -> str:
     d = describe(name)
     op = registry.get_op(name)
-    fields = [("plugin", d["provider"]), ("gradient", "yes" if d["gradient"] else "no"),
+    fields = [("plugin", d["provider"]), ("torch", torch_names(op)), ("gradient", "yes" if d["gradient"] else "no"),
               ("traceable", _traceable(op)), ("ONNX", _onnx(op)),
               ("kernels", ", ".join(d["kernels"]) or "- (the reference kernel on every backend)")]
     if d["methods"]:

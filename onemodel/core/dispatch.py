@@ -141,7 +141,15 @@ def split_call(op: OpDef, args: tuple, kwargs: dict) -> tuple[list, dict]:
 
     names = [_input_name(i) for i in op.inputs]
     pnames = list(op.params)
-    if op.signature and args:  # a positional order other than "inputs, then params"
+    if op.signature and args and not (op.variadic and isinstance(args[0], (list, tuple))):
+        # a positional order other than "inputs, then params" (a variadic op given its sequence
+        # first keeps the record's own order); a variadic input last in the signature takes
+        # every remaining positional argument, as torch's ``einsum(equation, *operands)``
+        if op.variadic and len(args) >= len(op.signature):
+            k = len(op.signature) - 1
+            tail = args[k:]
+            one_seq = len(tail) == 1 and isinstance(tail[0], (list, tuple))
+            args = (*args[:k], tail[0] if one_seq else list(tail))
         if len(args) > len(op.signature):
             raise OpError(f"ops.{op.name}() takes {len(op.signature)} arguments "
                           f"({', '.join(op.signature)}), got {len(args)}")

@@ -40,7 +40,11 @@ def signature(op: OpDef, bound_first: bool = False) -> inspect.Signature:
         params.append(_P("self", _P.POSITIONAL_OR_KEYWORD))
     kind = _P.POSITIONAL_OR_KEYWORD
     seen_default = False
+    star = op.inputs[0].rstrip("*") if op.variadic and op.signature else None
     for name in names:
+        if name == star:  # last in the signature: the remaining positional arguments
+            params.append(_P(name, _P.VAR_POSITIONAL))
+            continue
         default = defaults.get(name, REQUIRED)
         if default is REQUIRED and seen_default:
             kind = _P.KEYWORD_ONLY

@@ -79,4 +79,5 @@ elementwise_chain = OpDef(
     onnx=OnnxSpec(export=_export_chain, doc="each step through its own op's lowering"),
     traits=OpTraits(batch="broadcast", cost=lambda ins, outs, params: OpCost.passes(
         outs[0], len(params.get("steps", ())) + 1)),
+    torch=None,   # made by a pass, never called by a user
     doc="A chain of pointwise ops computed in one output buffer (fuse_elementwise).")

@@ -10,6 +10,7 @@ an error naming both distributions, and the name is unavailable until one of the
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable, Iterable, Mapping
 
 import attrs
@@ -209,6 +210,22 @@ def _str_tuple(value) -> tuple[str, ...]:
     return tuple(value)
 
 
+#: How a torch name is spelled in `OpDef.torch`: ``torch.<...>`` (``torch.cumsum``,
+#: ``torch.nn.LSTM``), ``F.<name>`` (``torch.nn.functional``) or ``Tensor.<name>`` (a method).
+TORCH_NAME = re.compile(r"(torch|F|Tensor)(\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def _torch_names(value):
+    return None if value is None else _str_tuple(value)
+
+
+def _check_torch(inst, attribute, value):
+    for name in value or ():
+        if not isinstance(name, str) or not TORCH_NAME.fullmatch(name):
+            raise TypeError(f"op {inst.name!r}: torch name {name!r} must be spelled "
+                            f"'torch.<name>', 'F.<name>' or 'Tensor.<name>'")
+
+
 @attrs.frozen(kw_only=True)
 class OpDef:
     """An operator: eager kernel, inference, gradient, trace legality, ONNX mapping and samples.
@@ -228,6 +245,8 @@ class OpDef:
     * ``signature`` (optional) is the positional order of a call when it is not "inputs, then
       params": every input and param name once, e.g. ``("x", "normalized_shape", "weight",
       "bias", "eps")`` for ``layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5)``.
+      A variadic input may only come last there, and then takes the remaining positional
+      arguments: ``("equation", "operands")`` is ``einsum(equation, *operands)``.
     * ``traits`` (`OpTraits`) are the facts passes and backends may rely on: pointwise with a
       scalar formula, a view, batch-major, a cost function.
     * ``decomposition`` (optional) builds the op from other ops, PyTorch's
@@ -235,6 +254,10 @@ class OpDef:
       ``ops`` a namespace called like ``om.ops`` (see `onemodel.core.decompose`). ONNX export
       uses it when the op has no ``onnx.export`` (or its export calls ``ctx.decompose``), and
       `onemodel.passes.decompose` expands nodes with it for a backend without a kernel.
+    * ``torch`` names PyTorch's counterpart(s), curated (a matching name can mislead: our
+      ``take`` is numpy's, not ``torch.take``): ``"torch.cumsum"``, ``"F.conv1d"``,
+      ``"Tensor.masked_fill"``; None says torch has no such op; ``()`` (the default) says nothing.
+      The op table and the PyTorch guide show it.
     * ``methods`` are Tensor method / operator names taking the tensor as first input,
       ``reflected`` operator names taking it as second (``__radd__``), ``inplace`` in-place
       method names (``add_``) whose result is written back into the tensor.
@@ -261,6 +284,8 @@ class OpDef:
     traits: OpTraits = attrs.field(default=NO_TRAITS,
                                    validator=attrs.validators.instance_of(OpTraits))
     decomposition: Callable | None = attrs.field(default=None, validator=_optional_callable)
+    torch: tuple[str, ...] | None = attrs.field(default=(), converter=_torch_names,
+                                                validator=_check_torch)
 
     @property
     def variadic(self) -> bool:
@@ -286,9 +311,11 @@ class OpDef:
             raise TypeError(f"op {self.name!r}: a variadic input must be the only input")
         if self.signature:
             names = [i.rstrip("?*") for i in self.inputs] + list(self.params)
-            if sorted(self.signature) != sorted(names) or star:
+            if sorted(self.signature) != sorted(names) or (
+                    star and self.signature[-1] != star[0].rstrip("*")):
                 raise TypeError(f"op {self.name!r}: signature {self.signature} must name every "
-                                f"input and param once ({', '.join(names)})")
+                                f"input and param once ({', '.join(names)}), a variadic input "
+                                f"last")
         pw = self.traits.pointwise
         if pw is not None:
             if star:
@@ -365,5 +392,5 @@ RECORD_TYPES = {
 }
 
 __all__ = ["REQUIRED", "Param", "Sample", "VjpContext", "OnnxSpec", "Pointwise", "OpCost",
-           "OpTraits", "NO_TRAITS", "VIEW_KINDS", "BATCH_KINDS", "OpDef", "KernelDef",
+           "OpTraits", "NO_TRAITS", "TORCH_NAME", "VIEW_KINDS", "BATCH_KINDS", "OpDef", "KernelDef",
            "BackendDef", "PassDef", "ModuleDef", "RECORD_TYPES", "Iterable"]

@@ -360,8 +360,10 @@ def _shape_from_data(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis
     attrs = {}
     if kind == "Reshape":
         attrs["allowzero"] = int(allowzero)
-    elif kind == "Split":
+    elif kind in ("Split", "Compress"):
         attrs["axis"] = axis
+    elif kind == "Unique":
+        attrs.update(axis=axis, sorted=int(keepdims))
     elif kind.startswith("Reduce"):
         attrs.update(keepdims=int(keepdims), noop_with_empty_axes=int(noop_with_empty_axes))
     elif kind == "ConstantOfShape":
@@ -375,4 +377,4 @@ def _shape_from_data(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis
         [helper.make_empty_tensor_value_info(o) for o in outs]),
         opset_imports=[helper.make_opsetid("", 21)])
     res = ReferenceEvaluator(model).run(None, feeds)
-    return tuple(res) if kind == "Split" else res[0]
+    return tuple(res) if kind in ("Split", "Unique") else res[0]

@@ -71,7 +71,7 @@ def _pool(x, kernel_size, stride, padding, dilation, ceil_mode, reduce, include=
     out = np.zeros((n, c, ho, wo))
     for y in range(ho):
         for xx in range(wo):
-            vals, count = [], 0
+            vals, count, places = [], 0, []
             for i in range(kh):
                 for j in range(kw):
                     r, q = y * sh + i * dh - pt, xx * sw + j * dw - pl
@@ -79,15 +79,22 @@ def _pool(x, kernel_size, stride, padding, dilation, ceil_mode, reduce, include=
                     in_pads = -pt <= r < h + pb and -pl <= q < w + pr
                     if inside:
                         vals.append(x[:, :, r, q])
+                        places.append(r * w + q)
                     if inside or (include and in_pads):
                         count += 1
-            out[:, :, y, xx] = reduce(vals, count)
+            out[:, :, y, xx] = reduce(vals, count) if reduce else \
+                np.asarray(places)[np.argmax(vals, axis=0)]  # first maximum, row-major taps
     return out
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    return _pool(x, kernel_size, stride, padding, dilation, ceil_mode,
-                 lambda vals, count: np.max(vals, axis=0))
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    values = _pool(x, kernel_size, stride, padding, dilation, ceil_mode,
+                   lambda vals, count: np.max(vals, axis=0))
+    if not return_indices:
+        return values
+    return values, _pool(x, kernel_size, stride, padding, dilation, ceil_mode, None).astype(
+        np.int64)
 
 
 def avg_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

@@ -4,6 +4,8 @@ import math
 
 import numpy as np
 
+from .nn import max_pool2d
+
 
 def _reduce(per, reduction):
     per = np.asarray(per, dtype=float)
@@ -149,7 +151,13 @@ def _pool1d(x, k, s, p, d, ceil_mode, reduce, include_pad=True):
     return out
 
 
-def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    if return_indices:  # a plane of height one: the 2-D reference's index is the position
+        values, idx = max_pool2d(x[:, :, None, :], (1, _one(kernel_size)),
+                                 None if stride is None else (1, _one(stride)),
+                                 (0, _one(padding)), (1, _one(dilation)), ceil_mode, True)
+        return values[:, :, 0, :], idx[:, :, 0, :]
     return _pool1d(x, kernel_size, stride, padding, dilation, ceil_mode, "max")
 
 
@@ -159,6 +167,29 @@ def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
 
 def _cells(length, out):
     return [(math.floor(i * length / out), math.ceil((i + 1) * length / out)) for i in range(out)]
+
+
+def _adaptive_max_indices(x, output_size):
+    """Each window's first maximum (row-major) as a flat index into its (H, W) plane."""
+    sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * 2
+    h, w = x.shape[-2:]
+    sizes = [(h, w)[a] if o is None else o for a, o in enumerate(sizes)]
+    out = np.zeros(x.shape[:-2] + tuple(sizes), np.int64)
+    for lead in np.ndindex(*x.shape[:-2]):
+        for ci, (r0, r1) in enumerate(_cells(h, sizes[0])):
+            for cj, (c0, c1) in enumerate(_cells(w, sizes[1])):
+                best = None
+                for r in range(r0, r1):
+                    for c in range(c0, c1):
+                        if best is None or x[lead + (r, c)] > x[lead + best]:
+                            best = (r, c)
+                out[lead + (ci, cj)] = best[0] * w + best[1]
+    return out
+
+
+def _adaptive_max(x, output_size, return_indices=False):
+    values = _adaptive(x, output_size, 2, "max")
+    return (values, _adaptive_max_indices(x, output_size)) if return_indices else values
 
 
 def _adaptive(x, output_size, n, reduce):
@@ -180,7 +211,7 @@ REFERENCES.update({
     "avg_pool1d": avg_pool1d,
     "adaptive_avg_pool1d": lambda x, output_size: _adaptive(x, output_size, 1, "avg"),
     "adaptive_avg_pool2d": lambda x, output_size: _adaptive(x, output_size, 2, "avg"),
-    "adaptive_max_pool2d": lambda x, output_size: _adaptive(x, output_size, 2, "max"),
+    "adaptive_max_pool2d": _adaptive_max,
 })
 
 

@@ -101,6 +101,8 @@ def _pad(x, pad, mode="constant", value=0.0):
             j = i - b
             if mode == "replicate":
                 j = min(max(j, 0), d - 1)
+            elif mode == "circular":
+                j %= d
             elif mode == "reflect":
                 while j < 0 or j >= d:
                     j = -j if j < 0 else 2 * (d - 1) - j
@@ -159,6 +161,8 @@ def _narrow(x, axis, start, length):
 
 def _one_hot(x, num_classes=-1):
     x = np.asarray(x)
+    if num_classes == -1:  # torch: as many classes as the largest label needs
+        num_classes = max((int(v) for v in x.reshape(-1)), default=-1) + 1
     out = np.zeros(x.shape + (num_classes,), np.int64)
     for idx in _each(x.shape):
         out[idx + (int(x[idx]),)] = 1

@@ -60,4 +60,5 @@ RMS_NORM = OpDef(name="rms_norm_last", inputs=("x", "weight?"),
                  params={"eps": Param(kind="float", default=1e-6)},
                  kernel=kernel, infer=infer, vjp=vjp, samples=samples,
                  decomposition=decomposition, methods=("rms_norm_last",),
+                 torch=None,   # F.rms_norm takes normalized_shape: om.ops.rms_norm is that one
                  doc="root-mean-square normalisation over the last axis")

@@ -35,6 +35,7 @@ def samples(rng):
 
 SWISH = OpDef(name="swish", inputs=("x",), params={"beta": Param(kind="float", default=1.0)},
               kernel=kernel, infer=infer, vjp=vjp, samples=samples, methods=("swish",),
+              torch=None,   # F.silu is swish with beta 1; torch has no beta
               # the kernel's formula: passes fuse it into pointwise chains and the compiled
               # backend runs it natively (EfficientNet's SiLU arrives here through fold_swish)
               traits=OpTraits(pointwise=Pointwise(

@@ -372,7 +372,8 @@ def _pool_after(lw: Lowering, conv_out: str):
         return None
     params = node.params
     if set(params) - {"kernel_size", "stride", "padding", "dilation", "ceil_mode",
-                      "count_include_pad"} or params.get("ceil_mode"):
+                      "count_include_pad", "return_indices"} or params.get("ceil_mode") \
+            or params.get("return_indices"):
         return None
     try:
         stride = params.get("stride")
@@ -552,8 +553,9 @@ def pool_rule(opcode):
         if _pair(params.get("dilation", 1), "dilation") != (1, 1) \
                 or (params.get("ceil_mode") and opcode != P.I_MAXPOOL) \
                 or not params.get("count_include_pad", True) \
+                or params.get("return_indices") \
                 or set(params) - {"kernel_size", "stride", "padding", "dilation", "ceil_mode",
-                                  "count_include_pad"}:
+                                  "count_include_pad", "return_indices"}:
             raise Unsupported("pool options")
         kh, kw = _pair(params["kernel_size"], "kernel_size")
         stride = params.get("stride")

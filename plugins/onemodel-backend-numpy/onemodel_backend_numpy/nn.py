@@ -148,8 +148,9 @@ def _max_pool_make(params, types):
     except (TypeError, ValueError, KeyError):
         return None
     if (params.get("dilation", 1) not in (1, (1, 1)) or params.get("ceil_mode", False)
+            or params.get("return_indices", False)
             or len(np.atleast_1d(params.get("padding", 0))) > 2):
-        return None  # dilation, ceil mode, asymmetric pads: the op's own kernel
+        return None  # dilation, ceil mode, asymmetric pads, indices: the op's own kernel
     n, c, h, w = x.shape
     hp, wp = h + 2 * ph, w + 2 * pw
     oh, ow = (hp - kh) // sh + 1, (wp - kw) // sw + 1

@@ -21,7 +21,12 @@ from onemodel.registry import OpDef, Param, Sample
 from ._common import Dim, DType, OpError, TensorType
 
 KINDS = ("Reshape", "Expand", "ConstantOfShape", "Range", "Slice", "Split", "Squeeze",
-         "Unsqueeze", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin")
+         "Unsqueeze", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "NonZero", "Compress",
+         "Unique")
+#: kinds whose output size is decided by the values of their data input, not a shape-like one
+SELECTING = ("NonZero", "Compress", "Unique")
+#: kinds with several outputs (the others have one)
+MULTI = ("Split", "Unique")
 
 
 def _ints(a, what: str) -> list[int]:
@@ -100,7 +105,25 @@ def _reduce(kind, x, axes, keepdims, noop):
     return np.asarray(out).astype(x.dtype)
 
 
+def _unique(x, axis, keep_sorted):
+    """ONNX's Unique along ``axis``: values, first indices, inverse indices and counts, in
+    sorted order or (``sorted=0``) in the order of first occurrence."""
+    y, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True,
+                                          return_counts=True, axis=axis)
+    inverse = inverse.reshape(-1)
+    if not keep_sorted:
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        y, first, counts, inverse = np.take(y, order, axis=axis), first[order], counts[order], \
+            rank[inverse]
+    return tuple(np.asarray(v) if k == 0 else np.asarray(v, np.int64)
+                 for k, v in enumerate((y, first, inverse, counts)))
+
+
 def _compute(kind, x, a, b, c, d, axis, keepdims, noop_with_empty_axes, allowzero, value, dtype):
+    if kind == "Unique":
+        return _unique(x, _axes([axis], x.ndim, "Unique")[0], keepdims)
     if kind == "Reshape":
         return _reshape(x, a, allowzero)
     if kind == "Expand":
@@ -125,6 +148,15 @@ def _compute(kind, x, a, b, c, d, axis, keepdims, noop_with_empty_axes, allowzer
             raise OpError(f"ops.shape_from_data: Squeeze of axes {axes} of shape "
                           f"{list(x.shape)}: not all of size 1")
         return np.squeeze(x, axis=tuple(axes))
+    if kind == "NonZero":  # ONNX's layout: (rank, count), torch.nonzero's transposed
+        return np.array(np.nonzero(np.atleast_1d(x)), dtype=np.int64).reshape(max(x.ndim, 1), -1)
+    if kind == "Compress":  # a condition shorter than the axis selects among its first entries
+        cond = np.asarray(a).reshape(-1)
+        ax = _axes([axis], x.ndim, "Compress")[0]
+        if cond.size > x.shape[ax]:
+            raise OpError(f"ops.shape_from_data: Compress condition has {cond.size} entries, "
+                          f"more than axis {ax}'s size {x.shape[ax]}")
+        return np.compress(cond.astype(bool), x, axis=ax)
     if kind == "Unsqueeze":
         raw = _ints(a, "Unsqueeze axes")
         axes = _axes(raw, x.ndim + len(raw), "Unsqueeze")
@@ -146,7 +178,7 @@ def _kernel(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0, keepd
         if bad:
             raise OpError(f"ops.shape_from_data: {kind} output {k} has shape {list(o.shape)}, "
                           f"but dims declares {[str(w) for w in want]}")
-    return tuple(np.ascontiguousarray(o) for o in outs) if kind == "Split" else \
+    return tuple(np.ascontiguousarray(o) for o in outs) if kind in MULTI else \
         np.ascontiguousarray(outs[0])
 
 
@@ -160,16 +192,23 @@ def _infer(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0, keepdi
                 raise OpError(f"ops.shape_from_data: dims holds {v!r}, not a size")
     if kind == "ConstantOfShape":
         out_dtype = dtype or DType.F32
+    elif kind == "NonZero":
+        out_dtype = DType.I64
     elif x is None:
         raise OpError(f"ops.shape_from_data: {kind} needs its first input")
     else:
         out_dtype = x.dtype
-    shape_like = {"ConstantOfShape": (x,), "Range": ()}.get(kind, (a, b, c, d))
+    shape_like = {"ConstantOfShape": (x,), "Range": (), "NonZero": (),
+                  "Compress": ()}.get(kind, (a, b, c, d))
     data = [t for t in shape_like if t is not None]
     for t in data:
         if not t.dtype.is_int:
             raise OpError(f"ops.shape_from_data: {kind}'s shape-like inputs must be integer "
                           f"tensors, got {t.dtype}")
+    if kind == "Unique":  # values, then three int64 index tensors
+        if len(dims) != 4:
+            raise OpError(f"ops.shape_from_data: Unique has 4 outputs, dims declares {len(dims)}")
+        return tuple(TensorType(out_dtype if k == 0 else DType.I64, s) for k, s in enumerate(dims))
     if kind != "Split" and len(dims) != 1:
         raise OpError(f"ops.shape_from_data: {kind} has one output, dims declares {len(dims)}")
     types = tuple(TensorType(out_dtype, s) for s in dims)
@@ -207,6 +246,23 @@ def _samples(rng):
     yield Sample(args=(r((2, 3)), np.array([], i64)),
                  params={"kind": "ReduceSum", "dims": ((2, 3),), "noop_with_empty_axes": True},
                  grad=False, name="reduce_noop")
+    x = r((3, 4)) * (r((3, 4)) > 0)
+    yield Sample(args=(x,), params={"kind": "NonZero", "dims": ((2, int((x != 0).sum())),)},
+                 grad=False, name="nonzero")
+    cond = np.array([True, False, True])
+    yield Sample(args=(r((4, 3)), cond), params={"kind": "Compress", "dims": ((4, 2),),
+                                                 "axis": 1}, grad=False, name="compress")
+    yield Sample(args=(r((4, 3)), np.array([0, 1, 1], np.int64) > 0),
+                 params={"kind": "Compress", "dims": ((2, 3),), "axis": 0}, grad=False,
+                 name="compress_short_condition")
+    u = np.array([[2, 1], [0, 5], [2, 1], [0, 5], [3, 3]], np.int64)
+    for keep_sorted in (True, False):
+        yield Sample(args=(u,), params={"kind": "Unique", "dims": ((3, 2), (3,), (5,), (3,)),
+                                        "axis": 0, "keepdims": keep_sorted}, grad=False,
+                     name=f"unique_rows_{'sorted' if keep_sorted else 'unsorted'}")
+    yield Sample(args=(np.array([3.0, 1.0, 3.0, 2.0, 1.0], np.float32),),
+                 params={"kind": "Unique", "dims": ((3,), (3,), (5,), (3,)), "keepdims": False},
+                 grad=False, name="unique_unsorted")
 
 
 shape_from_data = OpDef(
@@ -214,8 +270,9 @@ shape_from_data = OpDef(
     params={"kind": Param(kind="str", choices=KINDS, doc="the ONNX op type it computes"),
             "dims": Param(kind="any", doc="one shape per output: sizes known at import, data "
                                           "sizes (symbols bound at run time) elsewhere"),
-            "axis": Param(kind="int", default=0, doc="Split's axis"),
-            "keepdims": Param(kind="bool", default=True, doc="Reduce*'s keepdims"),
+            "axis": Param(kind="int", default=0, doc="Split's and Compress's axis"),
+            "keepdims": Param(kind="bool", default=True,
+                              doc="Reduce*'s keepdims; Unique's sorted"),
             "noop_with_empty_axes": Param(kind="bool", default=False),
             "allowzero": Param(kind="bool", default=False, doc="Reshape's allowzero"),
             "value": Param(kind="scalar", default=0, doc="ConstantOfShape's value"),

@@ -152,9 +152,11 @@ def _samples(rng):
 
 einsum = OpDef(
     name="einsum", inputs=("operands*",), params={"equation": Param(kind="str")},
+    signature=("equation", "operands"),
     kernel=_einsum, infer=_infer, vjp=_vjp, samples=_samples,
-    doc="Sums of products by an index equation, as numpy.einsum / torch.einsum "
-        "(om.ops.einsum([a, b], 'ij,jk->ik')): letters, '...', an optional '->'; dtypes promote.",
+    doc="Sums of products by an index equation, as torch.einsum (om.ops.einsum('ij,jk->ik', a, "
+        "b), or the operands as one list; the list first, then the equation, works too): "
+        "letters, '...', an optional '->'; dtypes promote.",
 )
 
 OPS = (einsum,)

@@ -144,17 +144,27 @@ narrow = OpDef(
 
 
 # -- one_hot --------------------------------------------------------------------------------------
-def _one_hot_infer(x, num_classes):
+ONE_HOT_FROM_DATA = ("num_classes=-1 reads the number of classes from the data (x.max() + 1), "
+                     "which a graph with static shapes cannot record; pass num_classes")
+
+
+def _one_hot_infer(x, num_classes=-1):
     if not x.dtype.is_int:
         raise OpError(f"ops.one_hot: input x must be an integer tensor (class indices), got {x}")
     n = dim(num_classes)
-    if not isinstance(n, Dim) and n < 0:
-        raise OpError(f"ops.one_hot: parameter 'num_classes' must be a number of classes, got "
-                      f"{n} (PyTorch's -1 reads it from the data; pass int(x.max()) + 1)")
+    if not isinstance(n, Dim) and n == -1:  # PyTorch's: as many as the data holds (eager only)
+        n = Dim.symbol("one_hot_classes")
+    elif not isinstance(n, Dim) and n < 0:
+        raise OpError(f"ops.one_hot: parameter 'num_classes' must be a number of classes or -1 "
+                      f"(read from the data), got {n}")
     return TensorType(DType.I64, tuple(x.shape) + (n,))
 
 
-def _one_hot(x, num_classes):
+def _one_hot(x, num_classes=-1):
+    if num_classes == -1:
+        if x.size and x.min() < 0:
+            raise OpError(f"ops.one_hot: class values must be >= 0, got {int(x.min())}")
+        num_classes = int(x.max()) + 1 if x.size else 0
     if x.size and (x.min() < 0 or x.max() >= num_classes):
         raise OpError(f"ops.one_hot: class values {int(x.min())}..{int(x.max())} must lie in "
                       f"0..{num_classes - 1} (num_classes={num_classes})")
@@ -163,14 +173,18 @@ def _one_hot(x, num_classes):
 
 one_hot = OpDef(
     name="one_hot", inputs=("x",),
-    params={"num_classes": Param(kind="size", doc="the length of the new last axis")},
+    params={"num_classes": Param(kind="size", default=-1,
+                                 doc="the length of the new last axis; -1: x.max() + 1")},
     kernel=_one_hot, infer=_one_hot_infer, vjp=None,
+    untraceable=lambda params: ONE_HOT_FROM_DATA if params.get("num_classes") == -1 else None,
     samples=lambda rng: [Sample(args=(np.array([0, 2, 1, 2]),), params={"num_classes": 4}),
                          Sample(args=(np.array([[1, 0], [3, 3]], dtype=np.int32),),
-                                params={"num_classes": 5}, name="2d_int32")],
+                                params={"num_classes": 5}, name="2d_int32"),
+                         Sample(args=(np.array([[1, 0], [3, 2]]),), name="from_data")],
     doc="i64 one-hot rows of num_classes for integer class indices (torch.nn.functional."
-        "one_hot); the result gets a new last axis. num_classes is required: PyTorch's -1 "
-        "would make the shape depend on the data. Not differentiable.",
+        "one_hot); the result gets a new last axis. num_classes=-1 (the default, as torch) "
+        "reads x.max() + 1 from the data: eager only, a trace needs the number. Not "
+        "differentiable.",
 )
 
 OPS = (masked_fill, index_select, narrow, one_hot)

@@ -11,7 +11,7 @@ import numpy as np
 from onemodel.core import DType
 from onemodel.registry import OnnxSpec
 
-from .data_shaped import KINDS
+from .data_shaped import KINDS, SELECTING
 
 #: the inputs of each kind that hold a shape, axes, sizes or bounds
 _SHAPE_LIKE = {"ConstantOfShape": (0,), "Range": (0, 1, 2), "Slice": (1, 2, 3, 4)}
@@ -41,6 +41,15 @@ def _dims(ctx, kind: str, node, ins: list) -> tuple:
         return ((ctx.data_dim(),),)
     x = ctx.type(ins[0]).shape
     n = len(x)
+    if kind == "NonZero":
+        return ((max(n, 1), ctx.data_dim()),)
+    if kind == "Compress":
+        axis = node.attr("axis", 0) % n
+        return (tuple(ctx.data_dim() if i == axis else d for i, d in enumerate(x)),)
+    if kind == "Unique":  # one count sizes the values, the first indices and the counts
+        axis, count = node.attr("axis", 0) % n, ctx.data_dim()
+        return (tuple(count if i == axis else d for i, d in enumerate(x)), (count,),
+                (x[axis],), (count,))
     if kind == "Reshape":
         return (_fresh(ctx, _length(ctx, ins[1], "the Reshape target")),)
     if kind == "Expand":
@@ -77,7 +86,9 @@ def _import(kind: str):
     def rule(ctx, node):
         ins = list(node.inputs) + [""] * (5 - len(node.inputs))
         positions = _SHAPE_LIKE.get(kind, (1,))
-        if not any(_is_data(ctx, ins[i]) for i in positions):
+        if kind in ("Compress", "Unique") and node.attr("axis") is None:  # the flattened input
+            ins[0] = ctx.emit("flatten", [ins[0]])
+        if kind not in SELECTING and not any(_is_data(ctx, ins[i]) for i in positions):
             ctx.decline(f"{kind}'s shape-like inputs are static or sizes of input axes")
         as_bool = False
         if kind in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"):
@@ -89,8 +100,10 @@ def _import(kind: str):
         params = {"kind": kind, "dims": _dims(ctx, kind, node, ins)}
         if kind == "Reshape":
             params["allowzero"] = bool(node.attr("allowzero", 0))
-        elif kind == "Split":
+        elif kind in ("Split", "Compress", "Unique"):
             params["axis"] = node.attr("axis", 0) % len(ctx.type(ins[0]).shape)
+            if kind == "Unique":
+                params["keepdims"] = bool(node.attr("sorted", 1))
         elif kind.startswith("Reduce"):
             params["keepdims"] = bool(node.attr("keepdims", 1))
             params["noop_with_empty_axes"] = bool(node.attr("noop_with_empty_axes", 0))
@@ -115,8 +128,10 @@ def _export(ctx, node):
     attrs = {}
     if kind == "Reshape":
         attrs["allowzero"] = 1 if p["allowzero"] else None
-    elif kind == "Split":
+    elif kind in ("Split", "Compress", "Unique"):
         attrs["axis"] = int(p["axis"])
+        if kind == "Unique":
+            attrs["sorted"] = int(bool(p["keepdims"]))
     elif kind.startswith("Reduce"):
         since = 13 if kind == "ReduceSum" else 18
         if ctx.opset < since:

@@ -129,7 +129,24 @@ def _import_tile(ctx, node):
     return [ctx.emit("tile", [node.inputs[0]], dims=tuple(reps))]
 
 
-_ONNX_MODE = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}
+_ONNX_MODE = {"constant": "constant", "reflect": "reflect", "replicate": "edge",
+              "circular": "wrap"}
+WRAP_OPSET = 19  # Pad's mode "wrap" exists from opset 19
+
+
+def _export_circular(ctx, x, widths, out):
+    """Circular padding below opset 19: per padded axis, Concat(x[-before:], x, x[:after])."""
+    padded = [(a, w) for a, w in enumerate(widths) if w != (0, 0)]
+    for k, (a, (before, after)) in enumerate(padded):
+        parts = [ctx.make_node("Slice", [x, ctx.ints([-before]), ctx.ints([2 ** 62]),
+                                         ctx.ints([a])])] if before else []
+        parts.append(x)
+        if after:
+            parts.append(ctx.make_node("Slice", [x, ctx.ints([0]), ctx.ints([after]),
+                                                 ctx.ints([a])]))
+        x = ctx.make_node("Concat", parts, out if k == len(padded) - 1 else None, axis=a)
+    if not padded:
+        ctx.make_node("Identity", [x], out)
 
 
 def _export_pad(ctx, node):
@@ -137,6 +154,8 @@ def _export_pad(ctx, node):
     t = ctx.input_types(node)[0]
     mode = node.params.get("mode", "constant")
     widths = pad_widths("pad", t.shape, node.params["pad"], mode)
+    if mode == "circular" and ctx.opset < WRAP_OPSET:
+        return _export_circular(ctx, x, widths, ctx.outputs(node))
     pads = [b for b, _ in widths] + [a for _, a in widths]
     ins = [x, ctx.ints(pads, hint="pads")]
     if mode == "constant":

@@ -1,7 +1,8 @@
 """Entry point of onemodel-ops-basic: the hook returning every basic op record.
 
 Each op's ONNX mapping lives in ``onnx_mapping.py`` (keyed by op name) and is attached here, so
-the record handed to the registry carries every capability.
+the record handed to the registry carries every capability; PyTorch's names (``torch_names.py``)
+likewise.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from . import (data_dependent, data_shaped, division, einsum, elementwise, eleme
                factory, factory_more, gather_nd, index, index_more, linalg, linalg_more, logical,
                matmul_t, predicates, reduce, reduce_more, scan, scatter, shape, shape_more, sort)
 from .passes import PASSES
+from .torch_names import TORCH
 
 from .onnx_elementwise_more import ONNX as _ELEMENTWISE_MORE_ONNX
 from .onnx_mapping import ONNX as _BASE_ONNX
@@ -29,7 +31,8 @@ def all_ops():
            *data_dependent.OPS,
            *reduce_more.OPS, *scan.OPS, *sort.OPS, *shape_more.OPS, *index_more.OPS,
            *factory_more.OPS, *linalg_more.OPS, *scatter.OPS, *einsum.OPS)
-    return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
+    ops = (attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
+    return tuple(attrs.evolve(op, torch=TORCH[op.name]) if op.name in TORCH else op for op in ops)
 
 
 @hookimpl

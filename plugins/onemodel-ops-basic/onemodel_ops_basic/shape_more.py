@@ -263,7 +263,8 @@ tile = OpDef(
 
 
 # -- pad --------------------------------------------------------------------------------------------
-PAD_MODES = ("constant", "reflect", "replicate")
+PAD_MODES = ("constant", "reflect", "replicate", "circular")
+_NUMPY_MODE = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
 
 
 def pad_widths(op, shape, pad, mode):
@@ -285,6 +286,9 @@ def pad_widths(op, shape, pad, mode):
             if mode == "reflect" and not isinstance(n, Dim) and (before >= n or after >= n):
                 raise OpError(f"ops.{op}: parameter 'pad' {pad}: reflect padding must be smaller "
                               f"than axis {a} (size {n})")
+            if mode == "circular" and not isinstance(n, Dim) and (before > n or after > n):
+                raise OpError(f"ops.{op}: parameter 'pad' {pad}: circular padding must not be "
+                              f"larger than axis {a} (size {n}): it would wrap more than once")
             if mode == "replicate" and not isinstance(n, Dim) and n == 0:
                 raise OpError(f"ops.{op}: cannot replicate-pad axis {a} of size 0")
         elif not isinstance(n, Dim) and n + before + after < 0:
@@ -312,7 +316,7 @@ def _pad(x, pad, mode="constant", value=0.0):
     x = x[crop]
     if mode == "constant":
         return np.pad(x, grow, mode="constant", constant_values=np.array(value).astype(x.dtype))
-    return np.pad(x, grow, mode="edge" if mode == "replicate" else "reflect")
+    return np.pad(x, grow, mode=_NUMPY_MODE[mode])
 
 
 def _source(n, before, after, mode):
@@ -320,7 +324,7 @@ def _source(n, before, after, mode):
     if mode == "constant":
         inner = np.arange(n)[max(-before, 0):n - max(-after, 0)]
         return np.concatenate([np.full(max(before, 0), -1), inner, np.full(max(after, 0), -1)])
-    return np.pad(np.arange(n), (before, after), mode="edge" if mode == "replicate" else "reflect")
+    return np.pad(np.arange(n), (before, after), mode=_NUMPY_MODE[mode])
 
 
 def _pad_vjp(ctx, g):
@@ -347,6 +351,8 @@ def _pad_samples(rng):
     yield Sample(args=(r((3, 4)),), params={"pad": (2, 1, 1, 1), "mode": "reflect"},
                  name="reflect")
     yield Sample(args=(r((3, 4)),), params={"pad": (2, 3), "mode": "replicate"}, name="replicate")
+    yield Sample(args=(r((2, 3, 4)),), params={"pad": (4, 1, 2, 3), "mode": "circular"},
+                 name="circular")
     yield Sample(args=(r((3, 5)),), params={"pad": (-1, 2)}, name="crop")
     yield Sample(args=(np.array([[1, 2]], dtype=np.int32),), params={"pad": (1, 1), "value": 7},
                  name="int")
@@ -360,7 +366,8 @@ pad = OpDef(
             "value": Param(kind="scalar", default=0.0, doc="the fill of mode 'constant'")},
     kernel=_pad, infer=_pad_infer, vjp=_pad_vjp, samples=_pad_samples,
     doc="Pad (or crop, with negative widths in mode 'constant') as torch.nn.functional.pad: "
-        "pad pairs count from the last axis; modes constant, reflect and replicate.",
+        "pad pairs count from the last axis; modes constant, reflect, replicate and circular "
+        "(wrapping around at most once, as torch).",
 )
 
 

@@ -188,10 +188,23 @@ def _export_pool(onnx_type):
             if pads is None:
                 pads = _pool_pads(p["padding"])
                 extra["ceil_mode"] = 1
+        if p.get("return_indices"):
+            max_pool_with_indices(ctx, x, ctx.input_types(node)[0], ctx.outputs(node),
+                                  kernel_shape=list(k), strides=list(s), pads=pads, **extra)
+            return
         ctx.make_node(onnx_type, [x], ctx.outputs(node), kernel_shape=list(k), strides=list(s),
                       pads=pads, **extra)
 
     return export
+
+
+def max_pool_with_indices(ctx, x, xt, outputs, **attrs):
+    """MaxPool with its optional Indices output, made torch's: ONNX counts into the whole
+    flattened (N, C, H, W) input, torch into each (H, W) plane, so the index is taken mod H*W."""
+    values, flat = outputs[0], ctx.fresh("flat_indices")
+    ctx.make_node("MaxPool", [x], [values, flat], **attrs)
+    plane = ctx.shape([numel(tuple(xt.shape[2:]))])
+    ctx.make_node("Mod", [flat, plane], [outputs[1]])
 
 
 def _emit_pool2d(ctx, op, x, k, s, d, begin, end, ceil_mode, params):

@@ -19,7 +19,7 @@ from onemodel.core.types import numel
 from onemodel.registry import OnnxSpec
 
 from .conv_more import single
-from .onnx_mapping import _cast_all, conv_inputs
+from .onnx_mapping import _cast_all, conv_inputs, max_pool_with_indices
 from .pool_more import _averaging
 
 
@@ -190,8 +190,9 @@ def _export_pool1d(op2d):
             params["dilation"] = (1, single(op2d, "dilation", params["dilation"]))
         x4 = ctx.make_node("Unsqueeze", [x, ctx.ints([2])], name=f"{node.op}_x")
         t4 = TensorType(xt.dtype, (xt.shape[0], xt.shape[1], 1, xt.shape[2]))
-        (y4,) = ctx.lower(op2d, [x4], [t4], params)
-        ctx.make_node("Squeeze", [y4, ctx.ints([2])], ctx.outputs(node))
+        outs = ctx.lower(op2d, [x4], [t4], params)  # values (and indices): squeeze each
+        for y4, out in zip(outs, ctx.outputs(node)):
+            ctx.make_node("Squeeze", [y4, ctx.ints([2])], [out])
 
     return export
 
@@ -211,6 +212,8 @@ def _export_adaptive(n, reduce):
         if not batched:  # ONNX pools want (N, C, ...): add the batch axis for the pool
             x = ctx.make_node("Unsqueeze", [x, ctx.ints([0])], name=f"{node.op}_x")
         outputs = ctx.outputs(node) if batched else None
+        if node.params.get("return_indices"):
+            return _adaptive_with_indices(ctx, node, x, spatial, sizes, batched)
         if all(isinstance(o, int) and o == 1 for o in sizes):
             y = ctx.make_node(global_op, [x], outputs)
         elif not any(isinstance(d, Dim) for d in (*spatial, *sizes)) and all(
@@ -230,6 +233,26 @@ def _export_adaptive(n, reduce):
             ctx.make_node("Squeeze", [y, ctx.ints([0])], ctx.outputs(node))
 
     return export
+
+
+def _adaptive_with_indices(ctx, node, x, spatial, sizes, batched):
+    """adaptive_max_pool2d's indices: one MaxPool with Indices when the windows tile the input
+    evenly (fixed sizes); ONNX has no other pool that returns where its maxima are."""
+    from .onnx_mapping import max_pool_with_indices
+
+    if any(isinstance(d, Dim) for d in (*spatial, *sizes)) or not all(
+            s % o == 0 for s, o in zip(spatial, sizes)):
+        ctx.unsupported(node, f"{node.op} with return_indices to {list(sizes)} of an input of "
+                              f"spatial size {list(map(str, spatial))}: only fixed sizes that "
+                              f"divide evenly export (one MaxPool with its Indices output)")
+    k = [int(s) // int(o) for s, o in zip(spatial, sizes)]
+    xt = ctx.input_types(node)[0]
+    outputs = ctx.outputs(node) if batched else [ctx.fresh("values"), ctx.fresh("indices")]
+    max_pool_with_indices(ctx, x, xt if batched else TensorType(xt.dtype, (1, *xt.shape)),
+                          outputs, kernel_shape=k, strides=k)
+    if not batched:
+        for y, out in zip(outputs, ctx.outputs(node)):
+            ctx.make_node("Squeeze", [y, ctx.ints([0])], [out])
 
 
 def _window_maxima(ctx, x, rank, n, spatial, sizes, dtype, outputs):

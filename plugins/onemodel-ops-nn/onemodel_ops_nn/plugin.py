@@ -1,7 +1,8 @@
 """Entry point of onemodel-ops-nn: the hook returning every nn op record.
 
 Each op's ONNX mapping lives in ``onnx_mapping.py`` (keyed by op name) and is attached here, so
-the record handed to the registry carries every capability.
+the record handed to the registry carries every capability; PyTorch's names (``torch_names.py``)
+likewise.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from . import (activation, activation_more, attention, conv, conv_more, ctc, dro
                fused, hard, linear, losses, losses_more, norm, norm_more, pool, pool_more, resize,
                rnn, triangle)
 from .passes import PASSES
+from .torch_names import TORCH
 
 from .onnx_activation_more import ONNX as _ACTIVATION_MORE_ONNX
 from .onnx_mapping import ONNX as _ONNX
@@ -26,7 +28,8 @@ def all_ops():
            *embedding.OPS, *attention.OPS, *losses.OPS, *ctc.OPS, *hard.OPS, *fused.OPS,
            *rnn.OPS, *triangle.OPS, *activation_more.OPS, *losses_more.OPS, *conv_more.OPS,
            *pool_more.OPS, *norm_more.OPS, *resize.OPS)
-    return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
+    ops = (attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
+    return tuple(attrs.evolve(op, torch=TORCH[op.name]) if op.name in TORCH else op for op in ops)
 
 
 @hookimpl

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from onemodel.core import TensorType
+from onemodel.core import DType, TensorType
 from onemodel.core.symbolic import Dim
 from onemodel.errors import OpError
 from onemodel.registry import OpDef, OpTraits, Param, Sample
@@ -62,7 +62,7 @@ def _out_size(op, size, k, s, begin, end, d, ceil_mode):
 
 def _pool_infer(op):
     def infer(x: TensorType, kernel_size, stride, padding, dilation=1, ceil_mode=False,
-              count_include_pad=True) -> TensorType:
+              count_include_pad=True, return_indices=False) -> TensorType:
         dtype = float_dtype(op, x)
         if x.ndim != 4:
             raise ValueError(f"expects x (N, C, H, W), got {x}")
@@ -76,7 +76,7 @@ def _pool_infer(op):
         wo = _out_size(op, w, kw, sw, pl, pr, dw, ceil_mode)
         check_positive_size(op, "the output height", ho)
         check_positive_size(op, "the output width", wo)
-        return TensorType(dtype, (n, c, ho, wo))
+        return with_indices(TensorType(dtype, (n, c, ho, wo)), return_indices)
 
     return infer
 
@@ -155,16 +155,41 @@ def _max_arg(slices):
 
 
 # -- max_pool2d ---------------------------------------------------------------------------------
-def _max_forward(x, kernel_size, stride, padding, dilation=1, ceil_mode=False):
+def with_indices(values: TensorType, return_indices: bool):
+    """A max pool's output type(s): the values, and with ``return_indices`` int64 indices."""
+    return (values, TensorType(DType.I64, values.shape)) if return_indices else values
+
+
+def plane_indices(iarg, jarg, geo) -> np.ndarray:
+    """torch's ``return_indices``: each window's first maximum as a flat index into its
+    (H, W) input plane, from the row and column arg-max offsets of the separable passes."""
+    shape = (geo.n, geo.c, geo.ho, geo.wo)
+    rows = np.arange(geo.ho, dtype=np.int64)[:, None] * geo.sh
+    if iarg is not None:
+        rows = rows + iarg.astype(np.int64) * geo.dh
+    rows = np.broadcast_to(rows, shape)
+    cols = np.arange(geo.wo, dtype=np.int64) * geo.sw
+    if jarg is not None:  # the column offset within the row the row pass chose
+        cols = cols + np.take_along_axis(jarg, rows, axis=2).astype(np.int64) * geo.dw
+    return np.ascontiguousarray((rows - geo.pt) * geo.w + (cols - geo.pl))
+
+
+def _max_forward(x, kernel_size, stride, padding, dilation=1, ceil_mode=False,
+                 return_indices=False):
     geo = _Geo("max_pool2d", x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     xp = _padded(x, geo, -np.inf)
     h, jarg = _max_arg([xp[:, :, :, geo.cols(j)] for j in range(geo.kw)])
     out, iarg = _max_arg([h[:, :, geo.rows(i), :] for i in range(geo.kh)])
+    if return_indices:
+        return (out, plane_indices(iarg, jarg, geo)), (iarg, jarg, geo)
     return out, (iarg, jarg, geo)
 
 
-def _max_kernel(x, kernel_size, stride, padding, dilation=1, ceil_mode=False):
+def _max_kernel(x, kernel_size, stride, padding, dilation=1, ceil_mode=False,
+                return_indices=False):
     """The forward without the arg-max bookkeeping (no gradient needed)."""
+    if return_indices:
+        return _max_forward(x, kernel_size, stride, padding, dilation, ceil_mode, True)[0]
     geo = _Geo("max_pool2d", x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     xp = _padded(x, geo, -np.inf)
     h = xp[:, :, :, geo.cols(0)].copy()
@@ -186,7 +211,7 @@ def _routes(g, arg, k):
     return [g * (arg == i) for i in range(k)]
 
 
-def _max_vjp(ctx, g):
+def _max_vjp(ctx, g, g_indices=None):
     iarg, jarg, geo = ctx.saved
     x = ctx.inputs[0]
     g = np.asarray(g, dtype=x.dtype)
@@ -222,6 +247,14 @@ def _max_samples(rng):
     yield Sample(args=(r((1, 2, 5, 5)),), params={"kernel_size": 2}, name="odd_size")
     yield Sample(args=(np.array([[[[1.0, 1.0, 0.0], [1.0, 0.5, 2.0], [0.0, 2.0, 2.0]]]]),),
                  params={"kernel_size": 2, "stride": 1}, grad=False, name="ties")
+    yield Sample(args=(np.array([[[[1.0, 1.0, 0.0], [1.0, 0.5, 2.0], [0.0, 2.0, 2.0]]]]),),
+                 params={"kernel_size": 2, "stride": 1, "return_indices": True}, grad=False,
+                 name="ties_indices")
+    yield Sample(args=(r((2, 2, 5, 6)),), params={"kernel_size": 3, "stride": 2, "padding": 1,
+                                                  "return_indices": True}, name="indices")
+    yield Sample(args=(r((1, 2, 7, 7)),), params={"kernel_size": 2, "stride": 1, "dilation": 2,
+                                                  "ceil_mode": True, "return_indices": True},
+                 name="indices_dilated")
     yield from _general_samples(rng)
 
 
@@ -257,11 +290,15 @@ max_pool2d = OpDef(
                              doc="int, (ph, pw) or (top, left, bottom, right); -inf padding"),
             "dilation": Param(kind="ints", default=1, doc="int or (dh, dw)"),
             "ceil_mode": Param(kind="bool", default=False,
-                               doc="round the output size up (PyTorch's rule)")},
+                               doc="round the output size up (PyTorch's rule)"),
+            "return_indices": Param(kind="bool", default=False,
+                                    doc="also each maximum's flat index into its (H, W) plane "
+                                        "(int64, torch's; no gradient)")},
     kernel=_max_kernel, forward=_max_forward, infer=_pool_infer("max_pool2d"), vjp=_max_vjp,
     samples=_max_samples, traits=OpTraits(batch="rows", cost=pool_cost),
     doc="Max over kernel_size windows of NCHW input (torch.nn.functional.max_pool2d); the "
-        "gradient goes to the first maximum of each window.",
+        "gradient goes to the first maximum of each window; return_indices=True gives "
+        "(values, indices) as torch.",
 )
 
 

@@ -37,7 +37,7 @@ def _pool1d_params(op, kernel_size, stride, padding, dilation=1):
 
 def _pool1d_infer(op):
     def infer(x, kernel_size, stride, padding, ceil_mode=False, dilation=1,
-              count_include_pad=True):
+              count_include_pad=True, return_indices=False):
         dtype = float_dtype(op, x)
         if x.ndim != 3:
             raise OpError(f"ops.{op}: expects input (N, C, L), got {x}")
@@ -46,7 +46,7 @@ def _pool1d_infer(op):
         require_window(op, "length", length, k, d, p, p, s - 1 if ceil_mode else 0)
         lo = pool._out_size(op, length, k, s, p, p, d, ceil_mode)
         check_positive_size(op, "the output length", lo)
-        return TensorType(dtype, (n, c, lo))
+        return pool.with_indices(TensorType(dtype, (n, c, lo)), return_indices)
 
     return infer
 
@@ -56,19 +56,24 @@ def _as2d(op, kernel_size, stride, padding, dilation=1):
     return {"kernel_size": (1, k), "stride": (1, s), "padding": (0, p), "dilation": (1, d)}
 
 
-def _max1d_forward(x, kernel_size, stride, padding, dilation, ceil_mode):
+def _max1d_forward(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices=False):
     out, saved = pool._max_forward(x[:, :, None, :], ceil_mode=ceil_mode,
+                                   return_indices=return_indices,
                                    **_as2d("max_pool1d", kernel_size, stride, padding, dilation))
+    if return_indices:  # a plane of height one: the flat index is the position along L
+        return (out[0][:, :, 0, :], out[1][:, :, 0, :]), saved
     return out[:, :, 0, :], saved
 
 
-def _max1d_kernel(x, kernel_size, stride, padding, dilation, ceil_mode):
+def _max1d_kernel(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices=False):
+    if return_indices:
+        return _max1d_forward(x, kernel_size, stride, padding, dilation, ceil_mode, True)[0]
     return pool._max_kernel(x[:, :, None, :], ceil_mode=ceil_mode,
                             **_as2d("max_pool1d", kernel_size, stride, padding, dilation)
                             )[:, :, 0, :]
 
 
-def _max1d_vjp(ctx, g):
+def _max1d_vjp(ctx, g, g_indices=None):
     (x,) = ctx.inputs
     (gx,) = pool._max_vjp(SimpleNamespace(inputs=(x[:, :, None, :],), saved=ctx.saved),
                           g[:, :, None, :])
@@ -84,6 +89,11 @@ def _max1d_samples(rng):
                  name="dilated")
     yield Sample(args=(r((1, 2, 8)),), params={"kernel_size": 3, "stride": 2,
                                                "ceil_mode": True}, name="ceil")
+    yield Sample(args=(r((2, 3, 9)),), params={"kernel_size": 3, "stride": 2, "padding": 1,
+                                               "return_indices": True}, name="indices")
+    yield Sample(args=(np.array([[[1.0, 3.0, 3.0, 0.0, 2.0, 2.0]]]),),
+                 params={"kernel_size": 2, "stride": 1, "return_indices": True}, grad=False,
+                 name="ties_indices")
 
 
 max_pool1d = OpDef(
@@ -93,11 +103,14 @@ max_pool1d = OpDef(
                             doc="int or (s,); None means kernel_size"),
             "padding": Param(kind="ints", default=0, doc="int or (p,); -inf padding"),
             "dilation": Param(kind="ints", default=1),
-            "ceil_mode": Param(kind="bool", default=False)},
+            "ceil_mode": Param(kind="bool", default=False),
+            "return_indices": Param(kind="bool", default=False,
+                                    doc="also each maximum's index along L (int64, torch's)")},
     kernel=_max1d_kernel, forward=_max1d_forward, infer=_pool1d_infer("max_pool1d"),
     vjp=_max1d_vjp, samples=_max1d_samples, traits=OpTraits(batch="rows"),
     doc="Max over kernel_size windows of (N, C, L) input (torch.nn.functional.max_pool1d); "
-        "the gradient goes to the first maximum of each window.",
+        "the gradient goes to the first maximum of each window; return_indices=True gives "
+        "(values, indices) as torch.",
 )
 
 
@@ -260,7 +273,7 @@ adaptive_avg_pool2d = OpDef(
 )
 
 
-def _amax_forward(x, output_size):
+def _amax_forward(x, output_size, return_indices=False):
     ho, wo = _resolved("adaptive_max_pool2d", output_size, x.shape, 2)
     h, w = x.shape[-2:]
     hs, he = windows(h, ho)
@@ -275,14 +288,19 @@ def _amax_forward(x, output_size):
             out[..., i, j] = np.take_along_axis(flat, k[..., None], axis=-1)[..., 0]
             cols = we[j] - ws[j]
             args[..., i, j] = (hs[i] + k // cols) * w + ws[j] + k % cols
-    return out, args
+    return ((out, args) if return_indices else out), args
 
 
-def _amax_kernel(x, output_size):
-    return _amax_forward(x, output_size)[0]
+def _amax_kernel(x, output_size, return_indices=False):
+    return _amax_forward(x, output_size, return_indices)[0]
 
 
-def _amax_vjp(ctx, g):
+def _amax_infer(x, output_size, return_indices=False):
+    return pool.with_indices(_adaptive_infer("adaptive_max_pool2d", 2)(x, output_size),
+                             return_indices)
+
+
+def _amax_vjp(ctx, g, g_indices=None):
     (x,) = ctx.inputs
     args = ctx.saved
     lead = x.shape[:-2]
@@ -305,15 +323,25 @@ def _amax_samples(rng):
     yield Sample(args=(r((3, 5, 6)),), params={"output_size": (None, 4)}, name="unbatched")
     yield Sample(args=(np.array([[[[1.0, 1.0, 0.0], [1.0, 0.5, 1.0]]]]),),
                  params={"output_size": (1, 2)}, grad=False, name="ties")
+    # windows that divide the input evenly: ONNX's MaxPool has the Indices output for those
+    yield Sample(args=(np.array([[[[1.0, 1.0, 0.0, 2.0], [1.0, 0.5, 2.0, 2.0]]]]),),
+                 params={"output_size": (1, 2), "return_indices": True}, grad=False,
+                 name="ties_indices")
+    yield Sample(args=(r((2, 3, 8, 6)),), params={"output_size": (4, 3), "return_indices": True},
+                 name="indices")
 
 
 adaptive_max_pool2d = OpDef(
-    name="adaptive_max_pool2d", inputs=("input",), params={"output_size": _OUTPUT_SIZE},
-    kernel=_amax_kernel, forward=_amax_forward, infer=_adaptive_infer("adaptive_max_pool2d", 2),
+    name="adaptive_max_pool2d", inputs=("input",),
+    params={"output_size": _OUTPUT_SIZE,
+            "return_indices": Param(kind="bool", default=False,
+                                    doc="also each maximum's flat index into its (H, W) plane "
+                                        "(int64, torch's)")},
+    kernel=_amax_kernel, forward=_amax_forward, infer=_amax_infer,
     vjp=_amax_vjp, samples=_amax_samples, traits=OpTraits(batch="rows"),
     doc="Max over output_size windows spanning (H, W) of (N, C, H, W) input "
-        "(torch.nn.functional.adaptive_max_pool2d, without return_indices); the gradient goes "
-        "to the first maximum of each window.",
+        "(torch.nn.functional.adaptive_max_pool2d); the gradient goes to the first maximum of "
+        "each window; return_indices=True gives (values, indices) as torch.",
 )
 
 OPS = (max_pool1d, avg_pool1d, adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d)
