@@ -348,7 +348,7 @@ REFERENCES = {
 
 def _shape_from_data(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0,
                      keepdims=True, noop_with_empty_axes=False, allowzero=False, value=0,
-                     dtype=None):
+                     dtype=None, mode="constant", exclusive=False, reverse=False):
     """onnx's own reference evaluator running the one-node ONNX model of the same kind."""
     from onnx import helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
@@ -364,6 +364,10 @@ def _shape_from_data(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis
         attrs["axis"] = axis
     elif kind.startswith("Reduce"):
         attrs.update(keepdims=int(keepdims), noop_with_empty_axes=int(noop_with_empty_axes))
+    elif kind == "Pad":
+        attrs["mode"] = mode
+    elif kind == "CumSum":
+        attrs.update(exclusive=int(exclusive), reverse=int(reverse))
     elif kind == "ConstantOfShape":
         attrs["value"] = numpy_helper.from_array(np.array([value], dtype.numpy), "value")
     outs = [f"o{k}" for k in range(len(dims))]

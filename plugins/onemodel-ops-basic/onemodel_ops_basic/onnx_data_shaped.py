@@ -11,10 +11,11 @@ import numpy as np
 from onemodel.core import DType
 from onemodel.registry import OnnxSpec
 
-from .data_shaped import KINDS
+from .data_shaped import KINDS, PAD_MODES
 
 #: the inputs of each kind that hold a shape, axes, sizes or bounds
-_SHAPE_LIKE = {"ConstantOfShape": (0,), "Range": (0, 1, 2), "Slice": (1, 2, 3, 4)}
+_SHAPE_LIKE = {"ConstantOfShape": (0,), "Range": (0, 1, 2), "Slice": (1, 2, 3, 4),
+               "Pad": (1, 2, 3)}
 
 
 def _is_data(ctx, name: str) -> bool:
@@ -41,6 +42,10 @@ def _dims(ctx, kind: str, node, ins: list) -> tuple:
         return ((ctx.data_dim(),),)
     x = ctx.type(ins[0]).shape
     n = len(x)
+    if kind == "CumSum":
+        return (tuple(x),)
+    if kind == "Pad":
+        return (_pad_dims(ctx, node, ins, x),)
     if kind == "Reshape":
         return (_fresh(ctx, _length(ctx, ins[1], "the Reshape target")),)
     if kind == "Expand":
@@ -73,11 +78,34 @@ def _dims(ctx, kind: str, node, ins: list) -> tuple:
     return (_fresh(ctx, n if keep else n - k),)
 
 
+def _pad_dims(ctx, node, ins, x) -> tuple:
+    """Pad's output shape: computed when pads and axes are constants (a run-time
+    constant_value or mode wrap), else a data size on each axis the pads may change."""
+    n = len(x)
+    pads = ctx.const(ins[1]) if ins[1] else None
+    axes = ctx.const(ins[3]) if ins[3] else np.arange(n)
+    if axes is None:
+        return _fresh(ctx, n)
+    axes = [int(a) % n for a in np.asarray(axes).reshape(-1)]
+    if pads is None:
+        return tuple(ctx.data_dim() if i in axes else d for i, d in enumerate(x))
+    pads = [int(v) for v in np.asarray(pads).reshape(-1)]
+    if len(pads) != 2 * len(axes):
+        ctx.unsupported(f"Pad with {len(pads)} pads for {len(axes)} axes")
+    out = list(x)
+    for i, a in enumerate(axes):
+        out[a] = out[a] + pads[i] + pads[len(axes) + i]
+    return tuple(out)
+
+
 def _import(kind: str):
     def rule(ctx, node):
         ins = list(node.inputs) + [""] * (5 - len(node.inputs))
         positions = _SHAPE_LIKE.get(kind, (1,))
-        if not any(_is_data(ctx, ins[i]) for i in positions):
+        wrap = kind == "Pad" and node.attr("mode", "constant") == "wrap"  # pad has no wrap
+        if ctx.opset < 11 and kind in ("Pad", "CumSum"):
+            ctx.decline(f"{kind}-{ctx.opset} takes its pads as an attribute")
+        if not wrap and not any(_is_data(ctx, ins[i]) for i in positions):
             ctx.decline(f"{kind}'s shape-like inputs are static or sizes of input axes")
         as_bool = False
         if kind in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"):
@@ -94,6 +122,13 @@ def _import(kind: str):
         elif kind.startswith("Reduce"):
             params["keepdims"] = bool(node.attr("keepdims", 1))
             params["noop_with_empty_axes"] = bool(node.attr("noop_with_empty_axes", 0))
+        elif kind == "Pad":
+            params["mode"] = node.attr("mode", "constant")
+            if params["mode"] not in PAD_MODES:
+                ctx.unsupported(f"Pad mode {params['mode']!r}")
+        elif kind == "CumSum":
+            params["exclusive"] = bool(node.attr("exclusive", 0))
+            params["reverse"] = bool(node.attr("reverse", 0))
         elif kind == "ConstantOfShape":
             v = node.attr("value")
             v = np.zeros(1, np.float32) if v is None else v
@@ -117,6 +152,13 @@ def _export(ctx, node):
         attrs["allowzero"] = 1 if p["allowzero"] else None
     elif kind == "Split":
         attrs["axis"] = int(p["axis"])
+    elif kind == "Pad":
+        attrs["mode"] = p["mode"]
+        if ctx.opset < 18 and node.inputs[3:4] and node.inputs[3]:
+            ctx.unsupported(node, "Pad's axes input needs opset 18")
+    elif kind == "CumSum":
+        attrs["exclusive"] = 1 if p["exclusive"] else None
+        attrs["reverse"] = 1 if p["reverse"] else None
     elif kind.startswith("Reduce"):
         since = 13 if kind == "ReduceSum" else 18
         if ctx.opset < since:

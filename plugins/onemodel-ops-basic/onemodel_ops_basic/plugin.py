@@ -17,9 +17,15 @@ from .passes import PASSES
 from .onnx_elementwise_more import ONNX as _ELEMENTWISE_MORE_ONNX
 from .onnx_mapping import ONNX as _BASE_ONNX
 from .onnx_reduce_more import SPEC as _REDUCE_MORE_ONNX
+from .onnx_reduce_more import SUM_IMPORTS as _SUM_IMPORTS
+from .onnx_quantized import IMPORTS as _QUANTIZED_IMPORTS
 from .onnx_shape_more import SPEC as _SHAPE_MORE_ONNX
 
 ONNX = {**_BASE_ONNX, **_REDUCE_MORE_ONNX, **_SHAPE_MORE_ONNX, **_ELEMENTWISE_MORE_ONNX}
+# rules that compose several ops ride on the record of the op at their heart
+ONNX["sum"] = attrs.evolve(ONNX["sum"], imports={**ONNX["sum"].imports, **_SUM_IMPORTS})
+ONNX["cast"] = attrs.evolve(ONNX["cast"], imports={**ONNX["cast"].imports,
+                                                   **_QUANTIZED_IMPORTS})
 
 
 def all_ops():

@@ -11,21 +11,26 @@ from onemodel.registry import hookimpl
 
 from . import (activation, activation_more, attention, conv, conv_more, ctc, dropout, embedding,
                fused, hard, linear, losses, losses_more, norm, norm_more, pool, pool_more, resize,
-               rnn, triangle)
+               resize_onnx, rnn, triangle)
 from .passes import PASSES
 
 from .onnx_activation_more import ONNX as _ACTIVATION_MORE_ONNX
 from .onnx_mapping import ONNX as _ONNX
 from .onnx_mapping_more import ONNX as _ONNX_MORE
+from .onnx_quantized_conv import IMPORTS as _QUANTIZED_CONV_IMPORTS
+from .onnx_resize import ONNX as _RESIZE_ONNX
 
-ONNX = {**_ONNX, **_ONNX_MORE, **_ACTIVATION_MORE_ONNX}
+ONNX = {**_ONNX, **_ONNX_MORE, **_ACTIVATION_MORE_ONNX, **_RESIZE_ONNX}
+# ConvInteger and QLinearConv compose a conv2d (and casts): they ride on conv2d's record
+ONNX["conv2d"] = attrs.evolve(ONNX["conv2d"], imports={**ONNX["conv2d"].imports,
+                                                       **_QUANTIZED_CONV_IMPORTS})
 
 
 def all_ops():
     ops = (*linear.OPS, *conv.OPS, *pool.OPS, *norm.OPS, *activation.OPS, *dropout.OPS,
            *embedding.OPS, *attention.OPS, *losses.OPS, *ctc.OPS, *hard.OPS, *fused.OPS,
            *rnn.OPS, *triangle.OPS, *activation_more.OPS, *losses_more.OPS, *conv_more.OPS,
-           *pool_more.OPS, *norm_more.OPS, *resize.OPS)
+           *pool_more.OPS, *norm_more.OPS, *resize.OPS, *resize_onnx.OPS)
     return tuple(attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
 
 
