@@ -331,3 +331,51 @@ def test_conv_transpose_output_shape_auto_pad_asymmetric(attrs):
                [("x", F, [2, 4, 3, 4])], ["y"],
                {"w": w, "b": rng.standard_normal(6 // groups * groups).astype(np.float32)})
     _check(m, _images((2, 4, 3, 4)))
+
+
+# -- losses, BitShift, compositions ---------------------------------------------------------------
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_softmax_cross_entropy_and_nll_loss(reduction):
+    """Class weights and an ignore_index, on (N, C, d) scores with a symbolic N."""
+    w = np.abs(rng.standard_normal(5)).astype(np.float32)
+    m = _model([h.make_node("SoftmaxCrossEntropyLoss", ["x", "t", "w"], ["l", "lp"],
+                            reduction=reduction, ignore_index=2),
+                h.make_node("NegativeLogLikelihoodLoss", ["lp", "t"], ["n"],
+                            reduction=reduction)],
+               [("x", F, ["n", 5, 3]), ("t", I64, ["n", 3])], ["l", "lp", "n"], {"w": w})
+    _check(m, [{"x": rng.standard_normal((b, 5, 3)).astype(np.float32),
+                "t": rng.integers(0, 5, (b, 3))} for b in (2, 4)])
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int32, np.uint64])
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+def test_bit_shift(dtype, direction):
+    m = _model(h.make_node("BitShift", ["x", "y"], ["z"], direction=direction),
+               [("x", h.np_dtype_to_tensor_dtype(np.dtype(dtype)), ["n"]),
+                ("y", h.np_dtype_to_tensor_dtype(np.dtype(dtype)), ["n"])], ["z"], opset=21)
+    info = np.iinfo(dtype)
+    x = np.array([info.min, info.max, 1, 7, 100 if info.max > 100 else 3], dtype)
+    bits = 8 * np.dtype(dtype).itemsize  # a shift past the width (or below 0): 0 or -1
+    y = np.array([1, 3, 0, bits, 5] if info.min == 0 else [1, -1, 0, bits, 5], dtype)
+    _check(m, [{"x": x, "y": y}, {"x": x[:2], "y": y[:2]}], against=_reference)
+
+
+@pytest.mark.parametrize("op,attrs", [("Celu", {"alpha": 0.7}), ("ThresholdedRelu", {}),
+                                      ("Shrink", {"lambd": 0.3, "bias": 0.2}), ("Sinh", {}),
+                                      ("Cosh", {}), ("Asinh", {}), ("Atanh", {}),
+                                      ("Hardmax", {"axis": 1}),
+                                      ("MeanVarianceNormalization", {"axes": [0, 2]})])
+def test_compositions(op, attrs):
+    m = _model(h.make_node(op, ["x"], ["y"], **attrs), [("x", F, ["n", 4, 3])], ["y"])
+    feeds = [{"x": np.tanh(f["x"]) * 0.9} for f in _images((2, 4, 3), (3, 4, 3))]
+    _check(m, feeds)
+
+
+def test_acosh_mean_eye_like_cumprod():
+    m = _model([h.make_node("Acosh", ["x"], ["a"]), h.make_node("Mean", ["x", "a", "x"], ["m"]),
+                h.make_node("EyeLike", ["e"], ["i"], k=1, dtype=TP.INT32),
+                h.make_node("CumProd", ["x", "ax"], ["c"], exclusive=1, reverse=1)],
+               [("x", F, ["n", 3]), ("e", F, [3, 4])], ["a", "m", "i", "c"],
+               {"ax": np.array(0)}, opset=26)
+    _check(m, [{"x": np.abs(f["x"]) + 1, "e": np.zeros((3, 4), np.float32)}
+               for f in _images((2, 3), (4, 3))], against=_reference)

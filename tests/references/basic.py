@@ -366,7 +366,7 @@ def _shape_from_data(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis
         attrs.update(keepdims=int(keepdims), noop_with_empty_axes=int(noop_with_empty_axes))
     elif kind == "Pad":
         attrs["mode"] = mode
-    elif kind == "CumSum":
+    elif kind in ("CumSum", "CumProd"):
         attrs.update(exclusive=int(exclusive), reverse=int(reverse))
     elif kind == "ConstantOfShape":
         attrs["value"] = numpy_helper.from_array(np.array([value], dtype.numpy), "value")

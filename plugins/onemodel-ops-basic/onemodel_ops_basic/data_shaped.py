@@ -23,7 +23,7 @@ from ._common import Dim, DType, OpError, TensorType
 KINDS = ("Reshape", "Expand", "ConstantOfShape", "Range", "Slice", "Split", "Squeeze",
          "Unsqueeze", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
          "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "Pad",
-         "CumSum")
+         "CumSum", "CumProd")
 PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
@@ -149,12 +149,14 @@ def _pad(x, pads, value, axes, mode):
     return np.pad(x, grow, mode=mode)
 
 
-def _cumsum(x, axis, exclusive, reverse):
-    (ax,) = _axes(_ints(axis, "CumSum axis"), x.ndim, "CumSum")
+def _scan(kind, x, axis, exclusive, reverse):
+    """CumSum / CumProd; exclusive shifts the scan one place (the identity first): exact."""
+    (ax,) = _axes(_ints(axis, f"{kind} axis"), x.ndim, kind)
     y = np.flip(x, ax) if reverse else x
-    out = np.cumsum(y, axis=ax, dtype=x.dtype)
-    if exclusive:
-        out = out - y
+    out = (np.cumsum if kind == "CumSum" else np.cumprod)(y, axis=ax, dtype=x.dtype)
+    if exclusive and x.shape[ax]:
+        first = np.full_like(np.take(out, [0], axis=ax), 0 if kind == "CumSum" else 1)
+        out = np.concatenate([first, np.take(out, np.arange(x.shape[ax] - 1), axis=ax)], ax)
     return np.flip(out, ax) if reverse else out
 
 
@@ -162,8 +164,8 @@ def _compute(kind, x, a, b, c, d, axis, keepdims, noop_with_empty_axes, allowzer
              mode="constant", exclusive=False, reverse=False):
     if kind == "Pad":
         return _pad(x, a, b, c, mode)
-    if kind == "CumSum":
-        return _cumsum(x, a, exclusive, reverse)
+    if kind in ("CumSum", "CumProd"):
+        return _scan(kind, x, a, exclusive, reverse)
     if kind == "Reshape":
         return _reshape(x, a, allowzero)
     if kind == "Expand":
@@ -229,7 +231,8 @@ def _infer(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0, keepdi
         raise OpError(f"ops.shape_from_data: {kind} needs its first input")
     else:
         out_dtype = x.dtype
-    shape_like = {"ConstantOfShape": (x,), "Range": (), "Pad": (a, c), "CumSum": (a,)}.get(
+    shape_like = {"ConstantOfShape": (x,), "Range": (), "Pad": (a, c), "CumSum": (a,),
+                  "CumProd": (a,)}.get(
         kind, (a, b, c, d))
     data = [t for t in shape_like if t is not None]
     for t in data:
@@ -288,6 +291,9 @@ def _samples(rng):
     yield Sample(args=(r((2, 5)), np.array(1, i64)),
                  params={"kind": "CumSum", "dims": ((2, 5),), "exclusive": True,
                          "reverse": True}, grad=False, name="cumsum_exclusive_reverse")
+    yield Sample(args=(r((3, 2)), np.array(0, i64)),
+                 params={"kind": "CumProd", "dims": ((3, 2),), "exclusive": True},
+                 grad=False, name="cumprod_exclusive")
 
 
 shape_from_data = OpDef(
@@ -303,8 +309,8 @@ shape_from_data = OpDef(
             "dtype": Param(kind="dtype", default=None, optional=True,
                            doc="ConstantOfShape's dtype"),
             "mode": Param(kind="str", default="constant", choices=PAD_MODES, doc="Pad's mode"),
-            "exclusive": Param(kind="bool", default=False, doc="CumSum's exclusive"),
-            "reverse": Param(kind="bool", default=False, doc="CumSum's reverse")},
+            "exclusive": Param(kind="bool", default=False, doc="CumSum's / CumProd's exclusive"),
+            "reverse": Param(kind="bool", default=False, doc="CumSum's / CumProd's reverse")},
     kernel=_kernel, infer=_infer,
     vjp=None,  # only ONNX import makes it; sizes read from data are not differentiable
     samples=_samples,

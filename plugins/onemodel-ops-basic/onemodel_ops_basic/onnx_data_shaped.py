@@ -42,7 +42,7 @@ def _dims(ctx, kind: str, node, ins: list) -> tuple:
         return ((ctx.data_dim(),),)
     x = ctx.type(ins[0]).shape
     n = len(x)
-    if kind == "CumSum":
+    if kind in ("CumSum", "CumProd"):
         return (tuple(x),)
     if kind == "Pad":
         return (_pad_dims(ctx, node, ins, x),)
@@ -103,7 +103,7 @@ def _import(kind: str):
         ins = list(node.inputs) + [""] * (5 - len(node.inputs))
         positions = _SHAPE_LIKE.get(kind, (1,))
         wrap = kind == "Pad" and node.attr("mode", "constant") == "wrap"  # pad has no wrap
-        if ctx.opset < 11 and kind in ("Pad", "CumSum"):
+        if ctx.opset < 11 and kind in ("Pad", "CumSum", "CumProd"):
             ctx.decline(f"{kind}-{ctx.opset} takes its pads as an attribute")
         if not wrap and not any(_is_data(ctx, ins[i]) for i in positions):
             ctx.decline(f"{kind}'s shape-like inputs are static or sizes of input axes")
@@ -126,7 +126,7 @@ def _import(kind: str):
             params["mode"] = node.attr("mode", "constant")
             if params["mode"] not in PAD_MODES:
                 ctx.unsupported(f"Pad mode {params['mode']!r}")
-        elif kind == "CumSum":
+        elif kind in ("CumSum", "CumProd"):
             params["exclusive"] = bool(node.attr("exclusive", 0))
             params["reverse"] = bool(node.attr("reverse", 0))
         elif kind == "ConstantOfShape":
@@ -156,7 +156,9 @@ def _export(ctx, node):
         attrs["mode"] = p["mode"]
         if ctx.opset < 18 and node.inputs[3:4] and node.inputs[3]:
             ctx.unsupported(node, "Pad's axes input needs opset 18")
-    elif kind == "CumSum":
+    elif kind in ("CumSum", "CumProd"):
+        if kind == "CumProd" and ctx.opset < 26:
+            ctx.unsupported(node, f"CumProd needs opset 26 (exporting at {ctx.opset})")
         attrs["exclusive"] = 1 if p["exclusive"] else None
         attrs["reverse"] = 1 if p["reverse"] else None
     elif kind.startswith("Reduce"):

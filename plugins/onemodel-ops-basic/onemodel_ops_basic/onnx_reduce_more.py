@@ -217,8 +217,8 @@ def _import_cumsum(ctx, node):
     if reverse:  # a sum from the end: the forward sum of the flipped axis, flipped back
         x = ctx.emit("flip", [x], axes=(axis,))
     out = ctx.emit("cumsum", [x], axis=axis)
-    if node.attr("exclusive", 0):
-        out = ctx.emit("sub", [out, x])
+    if node.attr("exclusive", 0):  # the sum shifted one place, 0 first: exact
+        out = ctx.emit("pad", [out], pad=(0, 0) * (rank - 1 - axis) + (1, -1))
     if reverse:
         out = ctx.emit("flip", [out], axes=(axis,))
     if ctx.type(out).dtype != want:
