@@ -379,3 +379,14 @@ def test_acosh_mean_eye_like_cumprod():
                {"ax": np.array(0)}, opset=26)
     _check(m, [{"x": np.abs(f["x"]) + 1, "e": np.zeros((3, 4), np.float32)}
                for f in _images((2, 3), (4, 3))], against=_reference)
+
+
+@pytest.mark.parametrize("largest", [0, 1])
+def test_topk_k_fed_at_run_time(largest):
+    """Ties keep the lower index first, as ONNX Runtime and onnx do."""
+    m = _model(h.make_node("TopK", ["x", "k"], ["v", "i"], axis=1, largest=largest),
+               [("x", F, [2, 6]), ("k", I64, [1])], ["v", "i"])
+    x = np.array([[3, 1, 3, 2, 1, 3], [0, 5, 5, -1, 1, 0]], np.float32)
+    g = _check(m, [{"x": x, "k": np.array([3])}, {"x": x, "k": np.array([6])},
+                   {"x": x, "k": np.array([0])}])
+    assert [n.op for n in g.nodes] == ["shape_from_data"]

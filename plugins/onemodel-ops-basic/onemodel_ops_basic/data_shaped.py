@@ -23,7 +23,9 @@ from ._common import Dim, DType, OpError, TensorType
 KINDS = ("Reshape", "Expand", "ConstantOfShape", "Range", "Slice", "Split", "Squeeze",
          "Unsqueeze", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
          "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "Pad",
-         "CumSum", "CumProd")
+         "CumSum", "CumProd", "TopK")
+#: kinds with several outputs
+MULTI = ("Split", "TopK")
 PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
@@ -160,8 +162,27 @@ def _scan(kind, x, axis, exclusive, reverse):
     return np.flip(out, ax) if reverse else out
 
 
+def _topk(x, k, axis, largest, sorted_):
+    """ONNX TopK: the k largest (or smallest), the lower index first among equals."""
+    (k,) = _ints(k, "TopK k") or [None]
+    ax = _axes([axis], x.ndim, "TopK")[0]
+    n = x.shape[ax]
+    if k is None or not 0 <= k <= n:
+        raise OpError(f"ops.shape_from_data: TopK k {k} is out of range for an axis of {n}")
+    if largest:  # a stable ascending sort of the reversed axis, reversed: ties keep index order
+        order = n - 1 - np.flip(np.argsort(np.flip(x, ax), axis=ax, kind="stable"), ax)
+    else:
+        order = np.argsort(x, axis=ax, kind="stable")
+    idx = np.take(order, np.arange(k), axis=ax)
+    if not sorted_:
+        idx = np.sort(idx, axis=ax)  # any order is allowed: the input's
+    return np.take_along_axis(x, idx, axis=ax), idx.astype(np.int64)
+
+
 def _compute(kind, x, a, b, c, d, axis, keepdims, noop_with_empty_axes, allowzero, value, dtype,
-             mode="constant", exclusive=False, reverse=False):
+             mode="constant", exclusive=False, reverse=False, largest=True, sorted_=True):
+    if kind == "TopK":
+        return _topk(x, a, axis, largest, sorted_)
     if kind == "Pad":
         return _pad(x, a, b, c, mode)
     if kind in ("CumSum", "CumProd"):
@@ -199,9 +220,9 @@ def _compute(kind, x, a, b, c, d, axis, keepdims, noop_with_empty_axes, allowzer
 
 def _kernel(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0, keepdims=True,
             noop_with_empty_axes=False, allowzero=False, value=0, dtype=None, mode="constant",
-            exclusive=False, reverse=False):
+            exclusive=False, reverse=False, largest=True, sorted=True):
     out = _compute(kind, x, a, b, c, d, axis, keepdims, noop_with_empty_axes, allowzero, value,
-                   dtype, mode, exclusive, reverse)
+                   dtype, mode, exclusive, reverse, largest, sorted)
     outs = out if isinstance(out, tuple) else (out,)
     if len(outs) != len(dims):
         raise OpError(f"ops.shape_from_data: {kind} gives {len(outs)} outputs, dims declares "
@@ -212,13 +233,13 @@ def _kernel(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0, keepd
         if bad:
             raise OpError(f"ops.shape_from_data: {kind} output {k} has shape {list(o.shape)}, "
                           f"but dims declares {[str(w) for w in want]}")
-    return tuple(np.ascontiguousarray(o) for o in outs) if kind == "Split" else \
+    return tuple(np.ascontiguousarray(o) for o in outs) if kind in MULTI else \
         np.ascontiguousarray(outs[0])
 
 
 def _infer(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0, keepdims=True,
            noop_with_empty_axes=False, allowzero=False, value=0, dtype=None, mode="constant",
-           exclusive=False, reverse=False):
+           exclusive=False, reverse=False, largest=True, sorted=True):
     if not isinstance(dims, tuple) or not all(isinstance(s, tuple) for s in dims):
         raise OpError("ops.shape_from_data: dims must be a tuple of shapes (one per output)")
     for s in dims:
@@ -239,6 +260,10 @@ def _infer(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0, keepdi
         if not t.dtype.is_int:
             raise OpError(f"ops.shape_from_data: {kind}'s shape-like inputs must be integer "
                           f"tensors, got {t.dtype}")
+    if kind == "TopK":
+        if len(dims) != 2:
+            raise OpError(f"ops.shape_from_data: TopK has two outputs, dims declares {len(dims)}")
+        return TensorType(out_dtype, dims[0]), TensorType(DType.I64, dims[1])
     if kind != "Split" and len(dims) != 1:
         raise OpError(f"ops.shape_from_data: {kind} has one output, dims declares {len(dims)}")
     types = tuple(TensorType(out_dtype, s) for s in dims)
@@ -291,9 +316,13 @@ def _samples(rng):
     yield Sample(args=(r((2, 5)), np.array(1, i64)),
                  params={"kind": "CumSum", "dims": ((2, 5),), "exclusive": True,
                          "reverse": True}, grad=False, name="cumsum_exclusive_reverse")
-    yield Sample(args=(r((3, 2)), np.array(0, i64)),
-                 params={"kind": "CumProd", "dims": ((3, 2),), "exclusive": True},
-                 grad=False, name="cumprod_exclusive")
+    # CumProd (ONNX opset 26, which this ONNX Runtime does not run) is checked against onnx's
+    # reference in tests/test_onnx_issue25_ops.py
+    ties = np.array([[3, 1, 3, 2, 1], [0, 5, 5, 5, 1]], np.float64)
+    for largest in (True, False):
+        yield Sample(args=(ties, np.array([3], i64)),
+                     params={"kind": "TopK", "dims": ((2, 3), (2, 3)), "axis": 1,
+                             "largest": largest}, grad=False, name=f"topk_largest_{largest}")
 
 
 shape_from_data = OpDef(
@@ -310,7 +339,9 @@ shape_from_data = OpDef(
                            doc="ConstantOfShape's dtype"),
             "mode": Param(kind="str", default="constant", choices=PAD_MODES, doc="Pad's mode"),
             "exclusive": Param(kind="bool", default=False, doc="CumSum's / CumProd's exclusive"),
-            "reverse": Param(kind="bool", default=False, doc="CumSum's / CumProd's reverse")},
+            "reverse": Param(kind="bool", default=False, doc="CumSum's / CumProd's reverse"),
+            "largest": Param(kind="bool", default=True, doc="TopK's largest"),
+            "sorted": Param(kind="bool", default=True, doc="TopK's sorted")},
     kernel=_kernel, infer=_infer,
     vjp=None,  # only ONNX import makes it; sizes read from data are not differentiable
     samples=_samples,

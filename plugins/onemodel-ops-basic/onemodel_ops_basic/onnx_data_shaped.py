@@ -44,6 +44,10 @@ def _dims(ctx, kind: str, node, ins: list) -> tuple:
     n = len(x)
     if kind in ("CumSum", "CumProd"):
         return (tuple(x),)
+    if kind == "TopK":
+        axis = node.attr("axis", -1) % n
+        out = tuple(ctx.data_dim() if i == axis else d for i, d in enumerate(x))
+        return (out, out)
     if kind == "Pad":
         return (_pad_dims(ctx, node, ins, x),)
     if kind == "Reshape":
@@ -119,6 +123,12 @@ def _import(kind: str):
             params["allowzero"] = bool(node.attr("allowzero", 0))
         elif kind == "Split":
             params["axis"] = node.attr("axis", 0) % len(ctx.type(ins[0]).shape)
+        elif kind == "TopK":
+            if ctx.opset < 10:
+                ctx.decline("TopK-1 takes k as an attribute")
+            params["axis"] = node.attr("axis", -1) % len(ctx.type(ins[0]).shape)
+            params["largest"] = bool(node.attr("largest", 1))
+            params["sorted"] = bool(node.attr("sorted", 1))
         elif kind.startswith("Reduce"):
             params["keepdims"] = bool(node.attr("keepdims", 1))
             params["noop_with_empty_axes"] = bool(node.attr("noop_with_empty_axes", 0))
@@ -152,6 +162,8 @@ def _export(ctx, node):
         attrs["allowzero"] = 1 if p["allowzero"] else None
     elif kind == "Split":
         attrs["axis"] = int(p["axis"])
+    elif kind == "TopK":
+        attrs.update(axis=int(p["axis"]), largest=int(p["largest"]), sorted=int(p["sorted"]))
     elif kind == "Pad":
         attrs["mode"] = p["mode"]
         if ctx.opset < 18 and node.inputs[3:4] and node.inputs[3]:
