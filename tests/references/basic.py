@@ -348,7 +348,8 @@ REFERENCES = {
 
 def _shape_from_data(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0,
                      keepdims=True, noop_with_empty_axes=False, allowzero=False, value=0,
-                     dtype=None):
+                     dtype=None, mode="constant", exclusive=False, reverse=False, largest=True,
+                     sorted=True):
     """onnx's own reference evaluator running the one-node ONNX model of the same kind."""
     from onnx import helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
@@ -366,6 +367,12 @@ def _shape_from_data(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis
         attrs.update(axis=axis, sorted=int(keepdims))
     elif kind.startswith("Reduce"):
         attrs.update(keepdims=int(keepdims), noop_with_empty_axes=int(noop_with_empty_axes))
+    elif kind == "Pad":
+        attrs["mode"] = mode
+    elif kind in ("CumSum", "CumProd"):
+        attrs.update(exclusive=int(exclusive), reverse=int(reverse))
+    elif kind == "TopK":
+        attrs.update(axis=axis, largest=int(largest), sorted=int(sorted))
     elif kind == "ConstantOfShape":
         attrs["value"] = numpy_helper.from_array(np.array([value], dtype.numpy), "value")
     outs = [f"o{k}" for k in range(len(dims))]
@@ -377,4 +384,4 @@ def _shape_from_data(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis
         [helper.make_empty_tensor_value_info(o) for o in outs]),
         opset_imports=[helper.make_opsetid("", 21)])
     res = ReferenceEvaluator(model).run(None, feeds)
-    return tuple(res) if kind in ("Split", "Unique") else res[0]
+    return tuple(res) if kind in ("Split", "TopK", "Unique") else res[0]

@@ -21,12 +21,14 @@ from onemodel.registry import OpDef, Param, Sample
 from ._common import Dim, DType, OpError, TensorType
 
 KINDS = ("Reshape", "Expand", "ConstantOfShape", "Range", "Slice", "Split", "Squeeze",
-         "Unsqueeze", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "NonZero", "Compress",
-         "Unique")
+         "Unsqueeze", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+         "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "Pad",
+         "CumSum", "CumProd", "TopK", "NonZero", "Compress", "Unique")
 #: kinds whose output size is decided by the values of their data input, not a shape-like one
 SELECTING = ("NonZero", "Compress", "Unique")
 #: kinds with several outputs (the others have one)
-MULTI = ("Split", "Unique")
+MULTI = ("Split", "TopK", "Unique")
+PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
 def _ints(a, what: str) -> list[int]:
@@ -92,7 +94,10 @@ def _reduce(kind, x, axes, keepdims, noop):
     if not axes and noop:
         return x
     axis = tuple(axes) if axes else None
-    if kind in ("ReduceMax", "ReduceMin"):
+    if kind in _FORMULAS:
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            out = _FORMULAS[kind](x, axis, bool(keepdims))
+    elif kind in ("ReduceMax", "ReduceMin"):
         # ONNX: the max of nothing is the lowest value (-inf for floats), the min the highest
         info = np.finfo(x.dtype) if x.dtype.kind == "f" else np.iinfo(x.dtype)
         hi = np.inf if x.dtype.kind == "f" else info.max
@@ -121,9 +126,87 @@ def _unique(x, axis, keep_sorted):
                  for k, v in enumerate((y, first, inverse, counts)))
 
 
-def _compute(kind, x, a, b, c, d, axis, keepdims, noop_with_empty_axes, allowzero, value, dtype):
+#: ONNX's reductions that are a formula over a sum, product or maximum
+_FORMULAS = {
+    "ReduceProd": lambda x, ax, k: np.prod(x, axis=ax, keepdims=k),
+    "ReduceL1": lambda x, ax, k: np.sum(np.abs(x), axis=ax, keepdims=k),
+    "ReduceL2": lambda x, ax, k: np.sqrt(np.sum(np.square(x), axis=ax, keepdims=k)),
+    "ReduceLogSum": lambda x, ax, k: np.log(np.sum(x, axis=ax, keepdims=k)),
+    "ReduceSumSquare": lambda x, ax, k: np.sum(np.square(x), axis=ax, keepdims=k),
+    "ReduceLogSumExp": lambda x, ax, k: _logsumexp(x, ax, k),
+}
+
+
+def _logsumexp(x, axis, keepdims):
+    """log(sum(exp(x))) computed as ONNX's reference does (in the input's dtype, no shift:
+    an overflow is inf, as it is there)."""
+    return np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdims))
+
+
+def _pad(x, pads, value, axes, mode):
+    """ONNX Pad: ``pads`` are [begins..., ends...] over ``axes`` (every axis when absent);
+    negative widths crop."""
+    pads = _ints(pads, "Pad pads")
+    axes = _axes(_ints(axes, "Pad axes"), x.ndim, "Pad") if axes is not None else \
+        list(range(x.ndim))
+    if len(pads) != 2 * len(axes):
+        raise OpError(f"ops.shape_from_data: Pad has {len(pads)} pads for {len(axes)} axes "
+                      f"({2 * len(axes)} expected)")
+    widths = [(0, 0)] * x.ndim
+    for i, a in enumerate(axes):
+        widths[a] = (pads[i], pads[len(axes) + i])
+    crop = tuple(slice(max(-b, 0), n - max(-e, 0)) for n, (b, e) in zip(x.shape, widths))
+    x = x[crop]
+    grow = [(max(b, 0), max(e, 0)) for b, e in widths]
+    if mode == "constant":
+        v = np.asarray(value).reshape(-1)[0] if value is not None and np.asarray(value).size \
+            else 0
+        return np.pad(x, grow, mode="constant", constant_values=np.asarray(v).astype(x.dtype))
+    if mode == "reflect" and any(w and n < 2 for n, w in zip(x.shape, map(max, grow))):
+        raise OpError(f"ops.shape_from_data: reflect Pad of an axis of size < 2 ({list(x.shape)})")
+    if any(w and n == 0 for n, w in zip(x.shape, map(max, grow))):
+        raise OpError(f"ops.shape_from_data: {mode} Pad of an empty axis ({list(x.shape)})")
+    return np.pad(x, grow, mode=mode)
+
+
+def _scan(kind, x, axis, exclusive, reverse):
+    """CumSum / CumProd; exclusive shifts the scan one place (the identity first): exact."""
+    (ax,) = _axes(_ints(axis, f"{kind} axis"), x.ndim, kind)
+    y = np.flip(x, ax) if reverse else x
+    out = (np.cumsum if kind == "CumSum" else np.cumprod)(y, axis=ax, dtype=x.dtype)
+    if exclusive and x.shape[ax]:
+        first = np.full_like(np.take(out, [0], axis=ax), 0 if kind == "CumSum" else 1)
+        out = np.concatenate([first, np.take(out, np.arange(x.shape[ax] - 1), axis=ax)], ax)
+    return np.flip(out, ax) if reverse else out
+
+
+def _topk(x, k, axis, largest, sorted_):
+    """ONNX TopK: the k largest (or smallest), the lower index first among equals."""
+    (k,) = _ints(k, "TopK k") or [None]
+    ax = _axes([axis], x.ndim, "TopK")[0]
+    n = x.shape[ax]
+    if k is None or not 0 <= k <= n:
+        raise OpError(f"ops.shape_from_data: TopK k {k} is out of range for an axis of {n}")
+    if largest:  # a stable ascending sort of the reversed axis, reversed: ties keep index order
+        order = n - 1 - np.flip(np.argsort(np.flip(x, ax), axis=ax, kind="stable"), ax)
+    else:
+        order = np.argsort(x, axis=ax, kind="stable")
+    idx = np.take(order, np.arange(k), axis=ax)
+    if not sorted_:
+        idx = np.sort(idx, axis=ax)  # any order is allowed: the input's
+    return np.take_along_axis(x, idx, axis=ax), idx.astype(np.int64)
+
+
+def _compute(kind, x, a, b, c, d, axis, keepdims, noop_with_empty_axes, allowzero, value, dtype,
+             mode="constant", exclusive=False, reverse=False, largest=True, sorted_=True):
     if kind == "Unique":
         return _unique(x, _axes([axis], x.ndim, "Unique")[0], keepdims)
+    if kind == "TopK":
+        return _topk(x, a, axis, largest, sorted_)
+    if kind == "Pad":
+        return _pad(x, a, b, c, mode)
+    if kind in ("CumSum", "CumProd"):
+        return _scan(kind, x, a, exclusive, reverse)
     if kind == "Reshape":
         return _reshape(x, a, allowzero)
     if kind == "Expand":
@@ -165,9 +248,10 @@ def _compute(kind, x, a, b, c, d, axis, keepdims, noop_with_empty_axes, allowzer
 
 
 def _kernel(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0, keepdims=True,
-            noop_with_empty_axes=False, allowzero=False, value=0, dtype=None):
+            noop_with_empty_axes=False, allowzero=False, value=0, dtype=None, mode="constant",
+            exclusive=False, reverse=False, largest=True, sorted=True):
     out = _compute(kind, x, a, b, c, d, axis, keepdims, noop_with_empty_axes, allowzero, value,
-                   dtype)
+                   dtype, mode, exclusive, reverse, largest, sorted)
     outs = out if isinstance(out, tuple) else (out,)
     if len(outs) != len(dims):
         raise OpError(f"ops.shape_from_data: {kind} gives {len(outs)} outputs, dims declares "
@@ -183,7 +267,8 @@ def _kernel(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0, keepd
 
 
 def _infer(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0, keepdims=True,
-           noop_with_empty_axes=False, allowzero=False, value=0, dtype=None):
+           noop_with_empty_axes=False, allowzero=False, value=0, dtype=None, mode="constant",
+           exclusive=False, reverse=False, largest=True, sorted=True):
     if not isinstance(dims, tuple) or not all(isinstance(s, tuple) for s in dims):
         raise OpError("ops.shape_from_data: dims must be a tuple of shapes (one per output)")
     for s in dims:
@@ -198,8 +283,8 @@ def _infer(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0, keepdi
         raise OpError(f"ops.shape_from_data: {kind} needs its first input")
     else:
         out_dtype = x.dtype
-    shape_like = {"ConstantOfShape": (x,), "Range": (), "NonZero": (),
-                  "Compress": ()}.get(kind, (a, b, c, d))
+    shape_like = {"ConstantOfShape": (x,), "Range": (), "NonZero": (), "Compress": (),
+                  "Pad": (a, c), "CumSum": (a,), "CumProd": (a,)}.get(kind, (a, b, c, d))
     data = [t for t in shape_like if t is not None]
     for t in data:
         if not t.dtype.is_int:
@@ -209,6 +294,10 @@ def _infer(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=0, keepdi
         if len(dims) != 4:
             raise OpError(f"ops.shape_from_data: Unique has 4 outputs, dims declares {len(dims)}")
         return tuple(TensorType(out_dtype if k == 0 else DType.I64, s) for k, s in enumerate(dims))
+    if kind == "TopK":
+        if len(dims) != 2:
+            raise OpError(f"ops.shape_from_data: TopK has two outputs, dims declares {len(dims)}")
+        return TensorType(out_dtype, dims[0]), TensorType(DType.I64, dims[1])
     if kind != "Split" and len(dims) != 1:
         raise OpError(f"ops.shape_from_data: {kind} has one output, dims declares {len(dims)}")
     types = tuple(TensorType(out_dtype, s) for s in dims)
@@ -246,6 +335,28 @@ def _samples(rng):
     yield Sample(args=(r((2, 3)), np.array([], i64)),
                  params={"kind": "ReduceSum", "dims": ((2, 3),), "noop_with_empty_axes": True},
                  grad=False, name="reduce_noop")
+    for kind in ("ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceSumSquare"):
+        yield Sample(args=(r((2, 3, 4)), np.array([1], i64)),
+                     params={"kind": kind, "dims": ((2, 1, 4),)}, grad=False, name=kind.lower())
+    yield Sample(args=(np.abs(r((2, 3))) + 0.5, np.array([0], i64)),
+                 params={"kind": "ReduceLogSum", "dims": ((3,),), "keepdims": False},
+                 grad=False, name="reducelogsum")
+    for mode in PAD_MODES:
+        yield Sample(args=(r((3, 4)), np.array([1, 2, 2, 0], i64), np.array(1.5)),
+                     params={"kind": "Pad", "dims": ((6, 6),), "mode": mode}, grad=False,
+                     name=f"pad_{mode}")
+    yield Sample(args=(r((2, 3, 4)), np.array([1, 0, 0, 1], i64), None, np.array([1, 2], i64)),
+                 params={"kind": "Pad", "dims": ((2, 4, 5),)}, grad=False, name="pad_axes")
+    yield Sample(args=(r((2, 5)), np.array(1, i64)),
+                 params={"kind": "CumSum", "dims": ((2, 5),), "exclusive": True,
+                         "reverse": True}, grad=False, name="cumsum_exclusive_reverse")
+    # CumProd (ONNX opset 26, which this ONNX Runtime does not run) is checked against onnx's
+    # reference in tests/test_onnx_issue25_ops.py
+    ties = np.array([[3, 1, 3, 2, 1], [0, 5, 5, 5, 1]], np.float64)
+    for largest in (True, False):
+        yield Sample(args=(ties, np.array([3], i64)),
+                     params={"kind": "TopK", "dims": ((2, 3), (2, 3)), "axis": 1,
+                             "largest": largest}, grad=False, name=f"topk_largest_{largest}")
     x = r((3, 4)) * (r((3, 4)) > 0)
     yield Sample(args=(x,), params={"kind": "NonZero", "dims": ((2, int((x != 0).sum())),)},
                  grad=False, name="nonzero")
@@ -277,7 +388,12 @@ shape_from_data = OpDef(
             "allowzero": Param(kind="bool", default=False, doc="Reshape's allowzero"),
             "value": Param(kind="scalar", default=0, doc="ConstantOfShape's value"),
             "dtype": Param(kind="dtype", default=None, optional=True,
-                           doc="ConstantOfShape's dtype")},
+                           doc="ConstantOfShape's dtype"),
+            "mode": Param(kind="str", default="constant", choices=PAD_MODES, doc="Pad's mode"),
+            "exclusive": Param(kind="bool", default=False, doc="CumSum's / CumProd's exclusive"),
+            "reverse": Param(kind="bool", default=False, doc="CumSum's / CumProd's reverse"),
+            "largest": Param(kind="bool", default=True, doc="TopK's largest"),
+            "sorted": Param(kind="bool", default=True, doc="TopK's sorted")},
     kernel=_kernel, infer=_infer,
     vjp=None,  # only ONNX import makes it; sizes read from data are not differentiable
     samples=_samples,

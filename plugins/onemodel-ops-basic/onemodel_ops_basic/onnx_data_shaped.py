@@ -11,10 +11,11 @@ import numpy as np
 from onemodel.core import DType
 from onemodel.registry import OnnxSpec
 
-from .data_shaped import KINDS, SELECTING
+from .data_shaped import KINDS, PAD_MODES, SELECTING
 
 #: the inputs of each kind that hold a shape, axes, sizes or bounds
-_SHAPE_LIKE = {"ConstantOfShape": (0,), "Range": (0, 1, 2), "Slice": (1, 2, 3, 4)}
+_SHAPE_LIKE = {"ConstantOfShape": (0,), "Range": (0, 1, 2), "Slice": (1, 2, 3, 4),
+               "Pad": (1, 2, 3)}
 
 
 def _is_data(ctx, name: str) -> bool:
@@ -50,6 +51,14 @@ def _dims(ctx, kind: str, node, ins: list) -> tuple:
         axis, count = node.attr("axis", 0) % n, ctx.data_dim()
         return (tuple(count if i == axis else d for i, d in enumerate(x)), (count,),
                 (x[axis],), (count,))
+    if kind in ("CumSum", "CumProd"):
+        return (tuple(x),)
+    if kind == "TopK":
+        axis = node.attr("axis", -1) % n
+        out = tuple(ctx.data_dim() if i == axis else d for i, d in enumerate(x))
+        return (out, out)
+    if kind == "Pad":
+        return (_pad_dims(ctx, node, ins, x),)
     if kind == "Reshape":
         return (_fresh(ctx, _length(ctx, ins[1], "the Reshape target")),)
     if kind == "Expand":
@@ -82,13 +91,37 @@ def _dims(ctx, kind: str, node, ins: list) -> tuple:
     return (_fresh(ctx, n if keep else n - k),)
 
 
+def _pad_dims(ctx, node, ins, x) -> tuple:
+    """Pad's output shape: computed when pads and axes are constants (a run-time
+    constant_value or mode wrap), else a data size on each axis the pads may change."""
+    n = len(x)
+    pads = ctx.const(ins[1]) if ins[1] else None
+    axes = ctx.const(ins[3]) if ins[3] else np.arange(n)
+    if axes is None:
+        return _fresh(ctx, n)
+    axes = [int(a) % n for a in np.asarray(axes).reshape(-1)]
+    if pads is None:
+        return tuple(ctx.data_dim() if i in axes else d for i, d in enumerate(x))
+    pads = [int(v) for v in np.asarray(pads).reshape(-1)]
+    if len(pads) != 2 * len(axes):
+        ctx.unsupported(f"Pad with {len(pads)} pads for {len(axes)} axes")
+    out = list(x)
+    for i, a in enumerate(axes):
+        out[a] = out[a] + pads[i] + pads[len(axes) + i]
+    return tuple(out)
+
+
 def _import(kind: str):
     def rule(ctx, node):
         ins = list(node.inputs) + [""] * (5 - len(node.inputs))
         positions = _SHAPE_LIKE.get(kind, (1,))
         if kind in ("Compress", "Unique") and node.attr("axis") is None:  # the flattened input
             ins[0] = ctx.emit("flatten", [ins[0]])
-        if kind not in SELECTING and not any(_is_data(ctx, ins[i]) for i in positions):
+        wrap = kind == "Pad" and node.attr("mode", "constant") == "wrap"  # pad has no wrap
+        if ctx.opset < 11 and kind in ("Pad", "CumSum", "CumProd"):
+            ctx.decline(f"{kind}-{ctx.opset} takes its pads as an attribute")
+        if kind not in SELECTING and not wrap and \
+                not any(_is_data(ctx, ins[i]) for i in positions):
             ctx.decline(f"{kind}'s shape-like inputs are static or sizes of input axes")
         as_bool = False
         if kind in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"):
@@ -104,9 +137,22 @@ def _import(kind: str):
             params["axis"] = node.attr("axis", 0) % len(ctx.type(ins[0]).shape)
             if kind == "Unique":
                 params["keepdims"] = bool(node.attr("sorted", 1))
+        elif kind == "TopK":
+            if ctx.opset < 10:
+                ctx.decline("TopK-1 takes k as an attribute")
+            params["axis"] = node.attr("axis", -1) % len(ctx.type(ins[0]).shape)
+            params["largest"] = bool(node.attr("largest", 1))
+            params["sorted"] = bool(node.attr("sorted", 1))
         elif kind.startswith("Reduce"):
             params["keepdims"] = bool(node.attr("keepdims", 1))
             params["noop_with_empty_axes"] = bool(node.attr("noop_with_empty_axes", 0))
+        elif kind == "Pad":
+            params["mode"] = node.attr("mode", "constant")
+            if params["mode"] not in PAD_MODES:
+                ctx.unsupported(f"Pad mode {params['mode']!r}")
+        elif kind in ("CumSum", "CumProd"):
+            params["exclusive"] = bool(node.attr("exclusive", 0))
+            params["reverse"] = bool(node.attr("reverse", 0))
         elif kind == "ConstantOfShape":
             v = node.attr("value")
             v = np.zeros(1, np.float32) if v is None else v
@@ -132,6 +178,17 @@ def _export(ctx, node):
         attrs["axis"] = int(p["axis"])
         if kind == "Unique":
             attrs["sorted"] = int(bool(p["keepdims"]))
+    elif kind == "TopK":
+        attrs.update(axis=int(p["axis"]), largest=int(p["largest"]), sorted=int(p["sorted"]))
+    elif kind == "Pad":
+        attrs["mode"] = p["mode"]
+        if ctx.opset < 18 and node.inputs[3:4] and node.inputs[3]:
+            ctx.unsupported(node, "Pad's axes input needs opset 18")
+    elif kind in ("CumSum", "CumProd"):
+        if kind == "CumProd" and ctx.opset < 26:
+            ctx.unsupported(node, f"CumProd needs opset 26 (exporting at {ctx.opset})")
+        attrs["exclusive"] = 1 if p["exclusive"] else None
+        attrs["reverse"] = 1 if p["reverse"] else None
     elif kind.startswith("Reduce"):
         since = 13 if kind == "ReduceSum" else 18
         if ctx.opset < since:

@@ -207,12 +207,20 @@ def _import_cumsum(ctx, node):
     axis = ctx.const(a)
     if axis is None:
         ctx.unsupported("CumSum's axis must be a constant")
-    if node.attr("reverse", 0):
-        ctx.unsupported("CumSum with reverse=1")
     want = ctx.type(x).dtype
-    out = ctx.emit("cumsum", [x], axis=int(np.asarray(axis).reshape(-1)[0]))
-    if node.attr("exclusive", 0):
-        out = ctx.emit("sub", [out, x])
+    rank = ctx.rank(x)
+    axis = int(np.asarray(axis).reshape(-1)[0])
+    if not -rank <= axis < max(rank, 1):
+        ctx.unsupported(f"CumSum axis {axis} out of range for rank {rank}")
+    axis %= max(rank, 1)
+    reverse = bool(node.attr("reverse", 0))
+    if reverse:  # a sum from the end: the forward sum of the flipped axis, flipped back
+        x = ctx.emit("flip", [x], axes=(axis,))
+    out = ctx.emit("cumsum", [x], axis=axis)
+    if node.attr("exclusive", 0):  # the sum shifted one place, 0 first: exact
+        out = ctx.emit("pad", [out], pad=(0, 0) * (rank - 1 - axis) + (1, -1))
+    if reverse:
+        out = ctx.emit("flip", [out], axes=(axis,))
     if ctx.type(out).dtype != want:
         out = ctx.emit("cast", [out], dtype=want)
     return [out]
@@ -310,3 +318,38 @@ SPEC = {
     "argsort": OnnxSpec(export=_export_argsort),
     "topk": OnnxSpec(export=_export_topk, imports={"TopK": _import_topk}),
 }
+
+
+# -- ReduceSumSquare / ReduceLogSum (claimed by sum: both are a sum of something) --------------
+def _import_sum_of(before=None, after=None):
+    """``after(sum(before(x)))`` over constant axes, ONNX's rules for empty axes; run-time
+    axes go to shape_from_data (which claims the same op types)."""
+    rule = _import_reduce("sum", 18)
+
+    def import_(ctx, node):
+        from onemodel.formats.onnx_import import OnnxNode
+
+        x = node.inputs[0]
+        if not ctx.type(x).dtype.is_float and after is not None:
+            ctx.unsupported(f"{node.op_type} of an integer tensor")
+        if ctx.type(x).dtype == DType.BOOL:
+            ctx.unsupported(f"{node.op_type} of a bool tensor")
+        if ctx.opset >= 18 and node.input(1) and ctx.const(node.input(1)) is None:
+            ctx.unsupported("input 1 (axes) must be a constant")
+        y = ctx.emit(before, [x, x]) if before else ctx.entry(x)
+        noop = node.attr("noop_with_empty_axes", 0) and not (ctx.ints(node, 1, "axes") if
+                                                                 ctx.opset >= 18 else
+                                                                 node.attr("axes"))
+        if noop:  # ONNX: the input itself, not its square or log
+            return [ctx.emit("identity", [x])]
+        inner = OnnxNode("ReduceSum", list(node.inputs), node.outputs, node.attrs, node.name)
+        inner.inputs[0] = ctx.fresh("sum_of_")
+        ctx.entries[inner.inputs[0]] = y
+        (out,) = rule(ctx, inner)  # reads axes from the input or the attribute by opset
+        return [ctx.emit(after, [out]) if after else out]
+
+    return import_
+
+
+SUM_IMPORTS = {"ReduceSumSquare": _import_sum_of(before="mul"),
+               "ReduceLogSum": _import_sum_of(after="log")}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import attrs
 
-from onemodel.registry import hookimpl
+from onemodel.registry import OnnxSpec, hookimpl
 
 from . import (data_dependent, data_shaped, division, einsum, elementwise, elementwise_math,
                factory, factory_more, gather_nd, index, index_more, linalg, linalg_more, logical,
@@ -19,9 +19,24 @@ from .torch_names import TORCH
 from .onnx_elementwise_more import ONNX as _ELEMENTWISE_MORE_ONNX
 from .onnx_mapping import ONNX as _BASE_ONNX
 from .onnx_reduce_more import SPEC as _REDUCE_MORE_ONNX
+from .onnx_reduce_more import SUM_IMPORTS as _SUM_IMPORTS
+from .onnx_compositions import RIDERS as _COMPOSITIONS
+from .onnx_quantized import IMPORTS as _QUANTIZED_IMPORTS
 from .onnx_shape_more import SPEC as _SHAPE_MORE_ONNX
 
 ONNX = {**_BASE_ONNX, **_REDUCE_MORE_ONNX, **_SHAPE_MORE_ONNX, **_ELEMENTWISE_MORE_ONNX}
+
+
+def _ride(op: str, rules: dict) -> None:
+    """Rules that compose several ops ride on the record of the op at their heart."""
+    spec = ONNX.get(op) or OnnxSpec()
+    ONNX[op] = attrs.evolve(spec, imports={**(spec.imports or {}), **rules})
+
+
+_ride("sum", _SUM_IMPORTS)
+_ride("cast", _QUANTIZED_IMPORTS)
+for _op, _rules in _COMPOSITIONS.items():
+    _ride(_op, _rules)
 
 
 def all_ops():

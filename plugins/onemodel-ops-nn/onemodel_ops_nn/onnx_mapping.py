@@ -88,11 +88,14 @@ def _export_conv(ctx, node):
                   group=int(p["groups"]))
 
 
-def _auto_pads(ctx, node, spatial, kernel, strides, dilations):
-    begin, end = _auto_pads_full(ctx, node, spatial, kernel, strides, dilations)
-    if begin != end:
-        ctx.unsupported(f"asymmetric pads {begin + end}")
-    return begin
+def asymmetric_excess(begin, end) -> tuple:
+    """The widths past the symmetric part of (begin, end) pads, in torch's pad order (last
+    axis first), for a ``pad`` before an op that takes one width per axis."""
+    out = []
+    for b, e in reversed(list(zip(begin, end))):
+        m = min(b, e)
+        out += [b - m, e - m]
+    return tuple(out)
 
 
 def _auto_pads_full(ctx, node, spatial, kernel, strides, dilations):
@@ -107,18 +110,27 @@ def _auto_pads_full(ctx, node, spatial, kernel, strides, dilations):
         pads = [0] * (2 * n)
         for i in range(n):
             size = spatial[i]
+            reach = (kernel[i] - 1) * dilations[i] + 1
             if isinstance(size, Dim):
-                ctx.unsupported(f"auto_pad={mode} on a symbolic spatial size")
-            out = -(-size // strides[i])
-            total = max(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - size)
+                if strides[i] != 1:  # the total then depends on the size modulo the stride
+                    ctx.unsupported(f"auto_pad={mode} with stride {strides[i]} on the symbolic "
+                                    f"spatial size {size} (stride 1 is imported)")
+                total = reach - 1  # stride 1: the same for every size
+            else:
+                out = -(-size // strides[i])
+                total = max(0, (out - 1) * strides[i] + reach - size)
             lo = total // 2 if mode == "SAME_UPPER" else total - total // 2
             pads[i], pads[i + n] = lo, total - lo
     return list(pads[:n]), list(pads[n:])
 
 
 def _import_conv(ctx, node):
-    x, w = node.inputs[0], node.inputs[1]
-    b = node.input(2) or None
+    return [conv_from(ctx, node, node.inputs[0], node.inputs[1], node.input(2) or None)]
+
+
+def conv_from(ctx, node, x, w, b):
+    """The conv a Conv-like node (Conv, ConvInteger, QLinearConv) computes on ``x`` and ``w``:
+    its attributes, asymmetric and ``auto_pad`` padding as a ``pad`` before the conv."""
     xt, wt = ctx.type(x), ctx.type(w)
     if len(xt.shape) not in (3, 4):
         ctx.unsupported(f"a {len(xt.shape) - 2}-D convolution (conv2d and 1-D are supported)")
@@ -126,11 +138,14 @@ def _import_conv(ctx, node):
     kernel = node.attr("kernel_shape") or [int(d) for d in wt.shape[2:]]
     strides = node.attr("strides") or [1] * n
     dilations = node.attr("dilations") or [1] * n
-    pads = _auto_pads(ctx, node, xt.shape[2:], kernel, strides, dilations)
+    begin, end = _auto_pads_full(ctx, node, xt.shape[2:], kernel, strides, dilations)
+    pads = [min(b, e) for b, e in zip(begin, end)]
+    if pads != begin or pads != end:  # asymmetric (TensorFlow's SAME): zeros, then the conv
+        x = ctx.emit("pad", [x], pad=asymmetric_excess(begin, end))
     group = node.attr("group", 1)
     op = "conv1d" if n == 1 else "conv2d"
-    return [ctx.emit(op, [x, w, b], stride=tuple(strides), padding=tuple(pads),
-                     dilation=tuple(dilations), groups=group)]
+    return ctx.emit(op, [x, w, b], stride=tuple(strides), padding=tuple(pads),
+                    dilation=tuple(dilations), groups=group)
 
 
 def _pool_pads(padding):

@@ -15,7 +15,7 @@ import numpy as np
 
 from onemodel.core import TensorType
 from onemodel.core.symbolic import Dim
-from onemodel.core.types import numel
+from onemodel.core.types import numel, same_dim
 from onemodel.registry import OnnxSpec
 
 from .conv_more import single
@@ -56,6 +56,33 @@ def _export_conv_transpose(n):
     return export
 
 
+def _transpose_pads(ctx, node, spatial, n, s, k, d, op):
+    """(begin, end) pads of a ConvTranspose: ``pads``, or from ``output_shape`` / ``auto_pad``
+    by ONNX's rule (total = s (in - 1) + output_padding + reach - out; SAME_UPPER puts the
+    smaller half first, the others the larger; a negative total grows the end)."""
+    mode = node.attr("auto_pad", "NOTSET") or "NOTSET"
+    shape = node.attr("output_shape")
+    if not shape and mode in ("NOTSET", "VALID"):
+        pads = list(node.attr("pads") or [0] * (2 * n)) if mode == "NOTSET" else [0] * (2 * n)
+        return pads[:n], pads[n:]
+    if shape and len(shape) > n:
+        shape = shape[-n:]  # output_shape may hold the batch and channel sizes too
+    begin, end = [], []
+    for i in range(n):
+        if isinstance(spatial[i], Dim):
+            ctx.unsupported(f"ConvTranspose with {'output_shape' if shape else 'auto_pad=' + mode}"
+                            f" on the symbolic spatial size {spatial[i]}")
+        want = int(shape[i]) if shape else spatial[i] * s[i]
+        total = s[i] * (spatial[i] - 1) + op[i] + (k[i] - 1) * d[i] + 1 - want
+        small = total // 2
+        first = small if mode == "SAME_UPPER" else total - small
+        if total < 0:
+            first = 0  # an output past the full one grows at the end (onnx, ONNX Runtime)
+        begin.append(first)
+        end.append(total - first)
+    return begin, end
+
+
 def _import_conv_transpose(ctx, node):
     x, w = node.inputs[0], node.inputs[1]
     b = node.input(2) or None
@@ -63,18 +90,39 @@ def _import_conv_transpose(ctx, node):
     if rank not in (3, 4):
         ctx.unsupported(f"a {rank - 2}-D ConvTranspose (1-D and 2-D are supported)")
     n = rank - 2
-    if node.attr("output_shape"):
-        ctx.unsupported("ConvTranspose with output_shape (give pads and output_padding)")
-    if node.attr("auto_pad", "NOTSET") not in ("NOTSET", "", "VALID"):
-        ctx.unsupported(f"ConvTranspose with auto_pad={node.attr('auto_pad')}")
-    pads = list(node.attr("pads") or [0] * (2 * n))
-    if pads[:n] != pads[n:]:
-        ctx.unsupported(f"ConvTranspose with asymmetric pads {pads}")
-    params = {"stride": tuple(node.attr("strides") or [1] * n), "padding": tuple(pads[:n]),
-              "output_padding": tuple(node.attr("output_padding") or [0] * n),
-              "dilation": tuple(node.attr("dilations") or [1] * n),
-              "groups": int(node.attr("group", 1))}
-    return [ctx.emit("conv_transpose1d" if n == 1 else "conv_transpose2d", [x, w, b], **params)]
+    spatial = ctx.type(x).shape[2:]
+    k = list(node.attr("kernel_shape") or [int(v) for v in ctx.type(w).shape[2:]])
+    s = list(node.attr("strides") or [1] * n)
+    d = list(node.attr("dilations") or [1] * n)
+    op = list(node.attr("output_padding") or [0] * n)
+    begin, end = _transpose_pads(ctx, node, spatial, n, s, k, d, op)
+    groups = int(node.attr("group", 1))
+    op_name = "conv_transpose1d" if n == 1 else "conv_transpose2d"
+    if any(v < 0 for v in begin + end):
+        # an output_shape past the full output: the full output without bias, grown by
+        # zeros (a negative width crops), then the bias, which is all the new places hold
+        y = ctx.emit(op_name, [x, w, None], stride=tuple(s), padding=(0,) * n,
+                     output_padding=(0,) * n, dilation=tuple(d), groups=groups)
+        widths = []
+        for i in reversed(range(n)):
+            widths += [-begin[i], op[i] - end[i]]
+        y = ctx.emit("pad", [y], pad=tuple(widths))
+        if b:
+            y = ctx.emit("add", [y, ctx.emit("reshape", [b], shape=(-1,) + (1,) * n)])
+        return [y]
+    sym = [min(bb, e) for bb, e in zip(begin, end)]
+    # the symmetric part as padding; what is left is cut from the output's start or end
+    # (an end cut shorter than output_padding asks the op for the rest as output_padding)
+    extra_op = [max(0, o - (e - m)) for o, e, m in zip(op, end, sym)]
+    params = {"stride": tuple(s), "padding": tuple(sym), "output_padding": tuple(extra_op),
+              "dilation": tuple(d), "groups": groups}
+    y = ctx.emit(op_name, [x, w, b], **params)
+    for i in range(n):
+        cut_start = begin[i] - sym[i]
+        length = (spatial[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 + op[i] - begin[i] - end[i]
+        if cut_start or not same_dim(ctx.type(y).shape[2 + i], length):
+            y = ctx.emit("narrow", [y], axis=2 + i, start=cut_start, length=length)
+    return [y]
 
 
 # -- interpolate / pixel_shuffle ----------------------------------------------------------------
@@ -404,7 +452,7 @@ ONNX = {
     "conv_transpose1d": OnnxSpec(export=_export_conv_transpose(1), doc="ConvTranspose (1-D)"),
     "conv_transpose2d": OnnxSpec(export=_export_conv_transpose(2),
                                  imports={"ConvTranspose": _import_conv_transpose}),
-    "interpolate": OnnxSpec(export=_export_interpolate, imports={"Resize": _import_resize},
+    "interpolate": OnnxSpec(export=_export_interpolate,  # imported by onnx_resize.py's rule
                             doc="Resize (nearest asymmetric/floor, linear align_corners or "
                                 "half_pixel)"),
     "pixel_shuffle": OnnxSpec(export=_export_pixel_shuffle,

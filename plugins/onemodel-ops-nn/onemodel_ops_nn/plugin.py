@@ -8,26 +8,41 @@ from __future__ import annotations
 
 import attrs
 
-from onemodel.registry import hookimpl
+from onemodel.registry import OnnxSpec, hookimpl
 
 from . import (activation, activation_more, attention, conv, conv_more, ctc, dropout, embedding,
                fused, hard, linear, losses, losses_more, norm, norm_more, pool, pool_more, resize,
-               rnn, triangle)
+               resize_onnx, rnn, triangle)
 from .passes import PASSES
 from .torch_names import TORCH
 
 from .onnx_activation_more import ONNX as _ACTIVATION_MORE_ONNX
 from .onnx_mapping import ONNX as _ONNX
 from .onnx_mapping_more import ONNX as _ONNX_MORE
+from .onnx_losses import IMPORTS as _LOSS_IMPORTS
+from .onnx_losses import export_nll as _export_nll
+from .onnx_quantized_conv import IMPORTS as _QUANTIZED_CONV_IMPORTS
+from .onnx_resize import ONNX as _RESIZE_ONNX
 
-ONNX = {**_ONNX, **_ONNX_MORE, **_ACTIVATION_MORE_ONNX}
+ONNX = {**_ONNX, **_ONNX_MORE, **_ACTIVATION_MORE_ONNX, **_RESIZE_ONNX}
+
+
+def _ride(op: str, rules: dict) -> None:
+    """Rules that compose several ops ride on the record of the op at their heart."""
+    spec = ONNX.get(op) or OnnxSpec()
+    ONNX[op] = attrs.evolve(spec, imports={**(spec.imports or {}), **rules})
+
+
+_ride("conv2d", _QUANTIZED_CONV_IMPORTS)  # ConvInteger, QLinearConv
+_ride("nll_loss", _LOSS_IMPORTS)  # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+ONNX["nll_loss"] = attrs.evolve(ONNX["nll_loss"], export=_export_nll)
 
 
 def all_ops():
     ops = (*linear.OPS, *conv.OPS, *pool.OPS, *norm.OPS, *activation.OPS, *dropout.OPS,
            *embedding.OPS, *attention.OPS, *losses.OPS, *ctc.OPS, *hard.OPS, *fused.OPS,
            *rnn.OPS, *triangle.OPS, *activation_more.OPS, *losses_more.OPS, *conv_more.OPS,
-           *pool_more.OPS, *norm_more.OPS, *resize.OPS)
+           *pool_more.OPS, *norm_more.OPS, *resize.OPS, *resize_onnx.OPS)
     ops = (attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
     return tuple(attrs.evolve(op, torch=TORCH[op.name]) if op.name in TORCH else op for op in ops)
 

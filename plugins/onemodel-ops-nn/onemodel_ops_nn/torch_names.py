@@ -2,7 +2,7 @@
 
 Mostly ``torch.nn.functional`` (``F.``) under the same name; ``log_sigmoid`` is
 ``F.logsigmoid``, the recurrent ops are the layers' (``torch.nn.LSTM``) since torch exposes no
-functional form. None: torch has no such op (the fusing passes' ops)."""
+functional form. None: torch has no such op (the fusing passes' ops, ONNX's Resize)."""
 from __future__ import annotations
 
 _SAME = ("adaptive_avg_pool1d adaptive_avg_pool2d adaptive_max_pool2d avg_pool1d avg_pool2d "
@@ -20,4 +20,5 @@ TORCH = {
     "lstm": "torch.nn.LSTM", "gru": "torch.nn.GRU",
     "tril": "torch.tril", "triu": "torch.triu",
     "fused_conv2d": None, "fused_linear": None,
+    "resize": None,  # ONNX's Resize in every mode; torch's modes are F.interpolate's
 }
