@@ -117,15 +117,19 @@ class Optimizer:
         return {}
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Drop (``set_to_none=True``, the default) or zero every parameter's gradient."""
+        """Drop (``set_to_none=True``, the default) or zero every parameter's gradient; zeroing
+        is in place, as torch's, so a reference to the gradient sees it."""
         for g in self.param_groups:
             for p in g["params"]:
                 if p.grad is None:
                     continue
                 if set_to_none:
                     p.grad = None
+                elif p.grad._data.flags.writeable:
+                    p.grad._data[...] = 0
+                    p.grad._version += 1
                 else:
-                    p.grad = Tensor._wrap(np.zeros_like(p._data))
+                    p.grad = Tensor._wrap(np.zeros_like(p.grad._data))
 
     def step(self) -> None:
         raise NotImplementedError
