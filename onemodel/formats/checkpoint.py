@@ -2,8 +2,8 @@
 and tuples of Tensors, numpy arrays, numbers, strings, bools and None (the state_dicts of
 modules, optimizers and schedulers, an epoch counter, ...).
 
-One file, no pickle, so loading runs no code from it (the layout is in docs/format.md,
-"Checkpoints")::
+One file, no pickle, so loading runs no code from it (the layout is specified in
+docs/checkpoint-format.md)::
 
     8 bytes   magic b"\\x89OMCKPT\\n"
     8 bytes   header length n, unsigned little-endian
