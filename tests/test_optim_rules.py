@@ -119,6 +119,9 @@ CASES = {
         lambda ps: Adam(ps, lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1,
                         amsgrad=True, maximize=True),
         lambda: adam_ref(0.01, 0.8, 0.99, 1e-6, 0.1, amsgrad=True, maximize=True)),
+    "adam_decoupled": (
+        lambda ps: Adam(ps, lr=0.01, weight_decay=0.05, decoupled_weight_decay=True),
+        lambda: adam_ref(0.01, 0.9, 0.999, 1e-8, 0.05, decoupled=True)),
     "adamw_amsgrad": (
         lambda ps: AdamW(ps, lr=0.01, weight_decay=0.05, amsgrad=True),
         lambda: adam_ref(0.01, 0.9, 0.999, 1e-8, 0.05, amsgrad=True, decoupled=True)),
@@ -164,6 +167,8 @@ def test_fifty_steps_match_torch(case):
     name = case.split("_")[0]
     ours = make([Parameter(Tensor.from_numpy(P0.copy()))])
     group = {k: v for k, v in ours.param_groups[0].items() if k != "params"}
+    if name == "adamw":
+        del group["decoupled_weight_decay"]  # torch's AdamW sets it itself
     cls = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW,
            "rmsprop": torch.optim.RMSprop, "adagrad": torch.optim.Adagrad}[name]
     tp = torch.nn.Parameter(torch.tensor(P0))

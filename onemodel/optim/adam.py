@@ -20,15 +20,15 @@ class Adam(Optimizer):
     """At step t: ``g = ±grad + weight_decay * p`` (L2, as torch.optim.Adam; AdamW instead
     scales ``p *= 1 - lr * weight_decay``); ``m = m + (1 - beta1) * (g - m)``;
     ``v = beta2 * v + (1 - beta2) * g * g`` (``v_max = max(v_max, v)`` with ``amsgrad``);
-    ``p -= lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)``."""
-
-    _decoupled = False
+    ``p -= lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)``.
+    ``decoupled_weight_decay=True`` makes it AdamW, as in torch."""
 
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
+                 maximize: bool = False, decoupled_weight_decay: bool = False) -> None:
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                      amsgrad=amsgrad, maximize=maximize))
+                                      amsgrad=amsgrad, maximize=maximize,
+                                      decoupled_weight_decay=decoupled_weight_decay))
 
     def _validate(self, g: dict) -> None:
         name = type(self).__name__
@@ -38,6 +38,8 @@ class Adam(Optimizer):
         g["betas"] = check_betas(name, g["betas"])
         g["amsgrad"] = check_flag(name, "amsgrad", g["amsgrad"])
         g["maximize"] = check_flag(name, "maximize", g["maximize"])
+        g["decoupled_weight_decay"] = check_flag(name, "decoupled_weight_decay",
+                                                 g["decoupled_weight_decay"])
 
     def _state_spec(self, group: dict) -> dict:
         spec = {"step": (STEP, True), "exp_avg": (PARAM, True), "exp_avg_sq": (PARAM, True)}
@@ -65,7 +67,7 @@ class Adam(Optimizer):
                 t = state["step"]
                 data = p._data
                 if wd != 0:
-                    if self._decoupled:
+                    if group["decoupled_weight_decay"]:
                         data = data * (1 - lr * wd)
                     else:
                         grad = grad + wd * data
@@ -88,12 +90,11 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with decoupled weight decay: ``p *= 1 - lr * weight_decay`` before the Adam step."""
 
-    _decoupled = True
-
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
                  maximize: bool = False) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         decoupled_weight_decay=True)
 
 
 __all__ = ["Adam", "AdamW", "check_betas"]
