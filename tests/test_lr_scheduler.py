@@ -50,6 +50,8 @@ REFS = {
                  lambda b, e: b * (0.25 + 0.5 * min(e, 6) / 6)),
     "ConstantLR": (lambda o: S.ConstantLR(o, factor=0.5, total_iters=4),
                    lambda b, e: b * (0.5 if e < 4 else 1.0)),
+    "PolynomialLR": (lambda o: S.PolynomialLR(o, total_iters=8, power=2.0),
+                     lambda b, e: b * (1 - min(e, 8) / 8) ** 2),
     "CosineAnnealingWarmRestarts": (
         lambda o: S.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=0.0),
         # periods 3, 6, 12: epoch e sits at T_cur within its period T_i
@@ -124,6 +126,30 @@ def test_one_cycle_cycles_adams_beta1():
     assert opt.param_groups[0]["lr"] == pytest.approx(0.5 / 25)
 
 
+def test_cyclic_lr_triangular_follows_the_papers_formula():
+    opt = make_opt(BASE, momentum=0.9)
+    sched = S.CyclicLR(opt, base_lr=0.01, max_lr=[0.1, 0.05], step_size_up=4)
+    got = lrs_of(sched, opt, 20)
+
+    def tri(base, top, e, step=4):  # Smith (2017): x = |e / step - 2 * cycle + 1|
+        cycle = math.floor(1 + e / (2 * step))
+        x = abs(e / step - 2 * cycle + 1)
+        return base + (top - base) * max(0.0, 1 - x)
+
+    want = [[tri(0.01, 0.1, e), tri(0.01, 0.05, e)] for e in range(20)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert opt.param_groups[0]["momentum"] == pytest.approx(0.9 - 0.1 * (1 - abs(19 / 4 - 2 * 3 + 1)))
+
+
+def test_chained_scheduler_multiplies_the_factors():
+    opt = make_opt(BASE)
+    sched = S.ChainedScheduler([S.StepLR(opt, step_size=3, gamma=0.5),
+                                S.ExponentialLR(opt, gamma=0.9)])
+    got = lrs_of(sched, opt, 10)
+    want = closed(lambda b, e: b * 0.5 ** (e // 3) * 0.9 ** e, BASE, 10)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 def test_sequential_lr_switches_at_the_milestone():
     opt = make_opt((0.1,))
     warm = S.LinearLR(opt, start_factor=0.1, total_iters=3)
@@ -172,12 +198,19 @@ def test_warns_when_the_scheduler_steps_before_the_optimizer():
         sched2.get_lr()
 
 
-@pytest.mark.parametrize("name", sorted(REFS) + ["OneCycleLR", "SequentialLR"])
+@pytest.mark.parametrize("name", sorted(REFS) + ["OneCycleLR", "SequentialLR", "CyclicLR",
+                                                 "ChainedScheduler"])
 def test_state_dict_resumes_the_schedule(name):
     def build():
         opt = make_opt(BASE, momentum=0.9)
         if name == "OneCycleLR":
             return opt, S.OneCycleLR(opt, max_lr=[1.0, 0.5], total_steps=30)
+        if name == "CyclicLR":
+            return opt, S.CyclicLR(opt, 0.01, 0.1, step_size_up=3, mode="exp_range",
+                                   gamma=0.95)
+        if name == "ChainedScheduler":
+            return opt, S.ChainedScheduler([S.ConstantLR(opt, 0.5, 4),
+                                            S.CosineAnnealingLR(opt, 6)])
         if name == "SequentialLR":
             return opt, S.SequentialLR(opt, [S.ConstantLR(opt, 0.5, 4),
                                              S.CosineAnnealingLR(opt, 6)], [4])
@@ -265,10 +298,14 @@ TORCH_ARGS = {
     "OneCycleLR": dict(max_lr=[1.0, 0.5], total_steps=40, three_phase=True),
     "LambdaLR": dict(lr_lambda=lambda e: 0.9 ** e + 0.1),
     "MultiplicativeLR": dict(lr_lambda=lambda e: 0.97),
+    "PolynomialLR": dict(total_iters=9, power=1.5),
+    "CyclicLR": dict(base_lr=0.01, max_lr=[0.2, 0.1], step_size_up=3, step_size_down=5,
+                     mode="triangular2"),
 }
 
 
-@pytest.mark.parametrize("name", sorted(TORCH_ARGS) + ["SequentialLR", "ReduceLROnPlateau"])
+@pytest.mark.parametrize("name", sorted(TORCH_ARGS) + ["SequentialLR", "ReduceLROnPlateau",
+                                                      "ChainedScheduler"])
 def test_forty_epochs_match_torch(name):
     torch = pytest.importorskip("torch")
     tp = [torch.nn.Parameter(torch.ones(2)) for _ in BASE]
@@ -280,6 +317,10 @@ def test_forty_epochs_match_torch(name):
             return mod.SequentialLR(o, [mod.LinearLR(o, 0.1, total_iters=5),
                                         mod.ExponentialLR(o, 0.8),
                                         mod.CosineAnnealingLR(o, T_max=9)], milestones=[5, 12])
+    elif name == "ChainedScheduler":
+        def build(mod, o):
+            return mod.ChainedScheduler([mod.MultiStepLR(o, [3, 7]),
+                                         mod.CosineAnnealingWarmRestarts(o, T_0=4)])
     elif name == "ReduceLROnPlateau":
         def build(mod, o):
             return mod.ReduceLROnPlateau(o, patience=1, cooldown=2, factor=0.3)
@@ -292,7 +333,7 @@ def test_forty_epochs_match_torch(name):
         assert sched.get_last_lr() == pytest.approx(tsched.get_last_lr(), rel=1e-14, abs=0), epoch
         assert [g["lr"] for g in opt.param_groups] == pytest.approx(
             [g["lr"] for g in topt.param_groups], rel=1e-14, abs=0)
-        if name == "OneCycleLR":
+        if name in ("OneCycleLR", "CyclicLR"):
             assert [g["momentum"] for g in opt.param_groups] == pytest.approx(
                 [g["momentum"] for g in topt.param_groups], rel=1e-14)
         opt.step()

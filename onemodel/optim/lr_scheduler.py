@@ -611,6 +611,205 @@ class OneCycleLR(LRScheduler):
         return lrs
 
 
+class PolynomialLR(LRScheduler):
+    """``lr = initial_lr * (1 - min(epoch, total_iters) / total_iters) ** power``."""
+
+    def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0,
+                 last_epoch: int = -1) -> None:
+        self.total_iters = _int("PolynomialLR", "total_iters", total_iters, 1)
+        self.power = _real("PolynomialLR", "power", power)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        self._warn_outside_step()
+        groups = self.optimizer.param_groups
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return [g["lr"] for g in groups]
+        n, e = self.total_iters, self.last_epoch
+        decay = ((1.0 - e / n) / (1.0 - (e - 1) / n)) ** self.power
+        return [g["lr"] * decay for g in groups]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        n = self.total_iters
+        return [b * (1.0 - min(n, self.last_epoch) / n) ** self.power for b in self.base_lrs]
+
+
+class CyclicLR(LRScheduler):
+    """Cyclical learning rates between ``base_lr`` and ``max_lr`` (``triangular``,
+    ``triangular2``, ``exp_range`` or a ``scale_fn``), momentum cycling the other way; stepped
+    once per batch."""
+
+    _not_saved = ("optimizer", "_scale_fn_ref", "_scale_fn_custom")
+
+    def __init__(self, optimizer: Optimizer, base_lr, max_lr, step_size_up: int = 2000,
+                 step_size_down: int | None = None, mode: str = "triangular", gamma: float = 1.0,
+                 scale_fn: Callable | None = None, scale_mode: str = "cycle",
+                 cycle_momentum: bool = True, base_momentum=0.8, max_momentum=0.9,
+                 last_epoch: int = -1) -> None:
+        name = "CyclicLR"
+        _check_optimizer(name, optimizer)
+        self.optimizer = optimizer
+        base_lrs = [_real(name, "base_lr", v, 0.0)
+                    for v in _per_group(name, "base_lr", optimizer, base_lr)]
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = [_real(name, "max_lr", v, 0.0)
+                        for v in _per_group(name, "max_lr", optimizer, max_lr)]
+        up = _real(name, "step_size_up", step_size_up, 0.0, low_open=True)
+        down = up if step_size_down is None else _real(name, "step_size_down", step_size_down,
+                                                       0.0, low_open=True)
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise SchedulerError(f"{name}: mode must be 'triangular', 'triangular2' or "
+                                 f"'exp_range' (or pass a scale_fn), got {mode!r}")
+        if scale_mode not in ("cycle", "iterations"):
+            raise SchedulerError(f"{name}: scale_mode must be 'cycle' or 'iterations', got "
+                                 f"{scale_mode!r}")
+        if scale_fn is not None and not callable(scale_fn):
+            raise SchedulerError(f"{name}: scale_fn must be callable, got "
+                                 f"{type(scale_fn).__name__}")
+        self.mode = mode
+        self.gamma = _real(name, "gamma", gamma)
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = bool(cycle_momentum)
+        if self.cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise SchedulerError(f"{name}: cycle_momentum needs an optimizer with momentum "
+                                     f"or betas; {type(optimizer).__name__} has neither (pass "
+                                     f"cycle_momentum=False)")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _per_group(name, "base_momentum", optimizer, base_momentum)
+            self.max_momentums = _per_group(name, "max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for mm, bm, group in zip(self.max_momentums, self.base_momentums,
+                                         optimizer.param_groups):
+                    if self.use_beta1:
+                        group["betas"] = (mm, *group["betas"][1:])
+                    else:
+                        group["momentum"] = mm
+                    group["max_momentum"] = mm
+                    group["base_momentum"] = bm
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self) -> None:
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref = lambda x: 1.0
+            self.scale_mode = "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref = lambda x: 1 / (2.0 ** (x - 1))
+            self.scale_mode = "cycle"
+        else:
+            gamma = self.gamma
+            self._scale_fn_ref = lambda x: gamma ** x
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x: float) -> float:
+        fn = self._scale_fn_custom if self._scale_fn_custom is not None else self._scale_fn_ref
+        return fn(x)
+
+    def get_lr(self) -> list[float]:
+        self._warn_outside_step()
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        arg = cycle if self.scale_mode == "cycle" else self.last_epoch
+        lrs = [b + (m - b) * scale_factor * self.scale_fn(arg)
+               for b, m in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for bm, mm, group in zip(self.base_momentums, self.max_momentums,
+                                     self.optimizer.param_groups):
+                momentum = mm - (mm - bm) * scale_factor * self.scale_fn(arg)
+                if self.use_beta1:
+                    group["betas"] = (momentum, *group["betas"][1:])
+                else:
+                    group["momentum"] = momentum
+        return lrs
+
+    def state_dict(self) -> dict:
+        """As torch: a custom ``scale_fn`` is saved only as a callable object's attributes."""
+        state = super().state_dict()
+        fn = self._scale_fn_custom
+        state["_scale_fn_custom"] = (None if fn is None or isinstance(fn, types.FunctionType)
+                                     else _copy(dict(getattr(fn, "__dict__", {}))))
+        return state
+
+    def load_state_dict(self, state_dict: Mapping) -> None:
+        checked = self._checked(state_dict, skip=("_scale_fn_custom",))
+        fn_state = state_dict.get("_scale_fn_custom")
+        if fn_state is not None and not isinstance(fn_state, Mapping):
+            raise SchedulerError("CyclicLR.load_state_dict: '_scale_fn_custom' must be None or "
+                                 "a dict of attributes")
+        self.__dict__.update(checked)
+        if fn_state is not None and self._scale_fn_custom is not None:
+            self._scale_fn_custom.__dict__.update(fn_state)
+        self._init_scale_fn()
+
+
+class ChainedScheduler(LRScheduler):
+    """Steps every scheduler of the list at each ``step()``: their factors multiply."""
+
+    _not_saved = ("optimizer", "_schedulers")
+
+    def __init__(self, schedulers: list, optimizer: Optimizer | None = None) -> None:
+        name = "ChainedScheduler"
+        schedulers = list(schedulers)
+        if not schedulers:
+            raise SchedulerError(f"{name} expects at least one scheduler, got none")
+        optimizer = optimizer or getattr(schedulers[0], "optimizer", None)
+        _check_optimizer(name, optimizer)
+        _check_members(name, optimizer, schedulers)
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = [g["lr"] for g in optimizer.param_groups]
+
+    def step(self) -> None:  # noqa: D102  (one epoch on, for each scheduler)
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: Mapping) -> None:
+        _load_members(self, state_dict)
+
+
+def _check_members(name: str, optimizer: Optimizer, schedulers: list) -> None:
+    for i, s in enumerate(schedulers):
+        if isinstance(s, ReduceLROnPlateau):
+            raise SchedulerError(f"{name} does not support ReduceLROnPlateau (schedulers[{i}])")
+        if not isinstance(s, LRScheduler):
+            raise SchedulerError(f"{name}: schedulers[{i}] is a {type(s).__name__}, not a "
+                                 f"scheduler")
+        if s.optimizer is not optimizer:
+            raise SchedulerError(f"{name}: schedulers[{i}] ({type(s).__name__}) belongs to "
+                                 f"another optimizer")
+
+
+def _load_members(self, state_dict: Mapping) -> None:
+    """Load a container scheduler: its own attributes and each member's state dict."""
+    name = type(self).__name__
+    checked = self._checked(state_dict, skip=("_schedulers",))
+    saved = state_dict.get("_schedulers")
+    if not isinstance(saved, (list, tuple)) or len(saved) != len(self._schedulers):
+        raise SchedulerError(f"{name}.load_state_dict: '_schedulers' must be a list of "
+                             f"{len(self._schedulers)} state dicts")
+    self.__dict__.update(checked)
+    for s, d in zip(self._schedulers, saved):
+        s.load_state_dict(d)
+
 class SequentialLR(LRScheduler):
     """Runs ``schedulers[i]`` between ``milestones[i-1]`` and ``milestones[i]``; at a milestone
     the next scheduler starts from its epoch 0 (closed form, as torch)."""
@@ -624,15 +823,7 @@ class SequentialLR(LRScheduler):
         schedulers = list(schedulers)
         if not schedulers:
             raise SchedulerError(f"{name} expects at least one scheduler, got none")
-        for i, s in enumerate(schedulers):
-            if isinstance(s, ReduceLROnPlateau):
-                raise SchedulerError(f"{name} does not support ReduceLROnPlateau (schedulers[{i}])")
-            if not isinstance(s, LRScheduler):
-                raise SchedulerError(f"{name}: schedulers[{i}] is a {type(s).__name__}, not a "
-                                     f"scheduler")
-            if s.optimizer is not optimizer:
-                raise SchedulerError(f"{name}: schedulers[{i}] ({type(s).__name__}) belongs to "
-                                     f"another optimizer")
+        _check_members(name, optimizer, schedulers)
         milestones = list(milestones)
         if len(milestones) != len(schedulers) - 1:
             raise SchedulerError(f"{name} expects one milestone fewer than schedulers: got "
@@ -675,14 +866,7 @@ class SequentialLR(LRScheduler):
         return state
 
     def load_state_dict(self, state_dict: Mapping) -> None:
-        checked = self._checked(state_dict, skip=("_schedulers",))
-        saved = state_dict.get("_schedulers")
-        if not isinstance(saved, (list, tuple)) or len(saved) != len(self._schedulers):
-            raise SchedulerError(f"SequentialLR.load_state_dict: '_schedulers' must be a list "
-                                 f"of {len(self._schedulers)} state dicts")
-        self.__dict__.update(checked)
-        for s, d in zip(self._schedulers, saved):
-            s.load_state_dict(d)
+        _load_members(self, state_dict)
 
 
 class ReduceLROnPlateau(LRScheduler):
@@ -794,4 +978,5 @@ class ReduceLROnPlateau(LRScheduler):
 
 __all__ = ["LRScheduler", "SchedulerError", "LambdaLR", "MultiplicativeLR", "StepLR",
            "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR", "CosineAnnealingLR",
-           "CosineAnnealingWarmRestarts", "OneCycleLR", "SequentialLR", "ReduceLROnPlateau"]
+           "CosineAnnealingWarmRestarts", "OneCycleLR", "SequentialLR", "ReduceLROnPlateau",
+           "PolynomialLR", "CyclicLR", "ChainedScheduler"]
