@@ -27,8 +27,8 @@ ALLOWED = {
     # PyTorch's optimizer and scheduler API: Adagrad's state key "sum", OneCycleLR's
     # anneal_strategy "cos" / "linear", ReduceLROnPlateau's threshold_mode "abs"; settings and
     # state_dict keys a torch checkpoint carries, not ops
-    ("optim/adagrad.py", "sum"), ("optim/lr_scheduler.py", "cos"),
-    ("optim/lr_scheduler.py", "linear"), ("optim/lr_scheduler.py", "abs"),
+    ("optim/adagrad.py", "sum"), ("optim/lr_scheduler/cyclic.py", "cos"),
+    ("optim/lr_scheduler/cyclic.py", "linear"), ("optim/lr_scheduler/plateau.py", "abs"),
     # names in messages and ONNX node names, not op lookups
     ("core/tensor.py", "arange"), ("core/tensor.py", "full"), ("formats/onnx_export.py", "cast"),
 }

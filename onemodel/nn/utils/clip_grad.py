@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
