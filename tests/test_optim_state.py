@@ -129,6 +129,7 @@ def test_load_checks_name_what_is_wrong():
     bad(lambda sd: sd["state"][1].__setitem__("momentum_buffer", np.zeros(4)),
         r"'momentum_buffer'\] is not state Adam keeps")
     bad(lambda sd: sd["state"][0].__setitem__("step", -1), r"'step'\]: a step count")
+    bad(lambda sd: sd["state"][0].__setitem__("exp_avg", None), r"'exp_avg'\] is None")
     bad(lambda sd: sd["state"].__setitem__(7, {}), r"state\[7\] names no parameter")
     bad(lambda sd: sd["param_groups"][1].__setitem__("lr", -1.0), r"param_groups\[1\].*lr")
     bad(lambda sd: sd["param_groups"][0].__setitem__("betas", (0.9,)), "betas")

@@ -251,7 +251,10 @@ class Optimizer:
                 known = ", ".join(sorted(spec)) or "none"
                 raise OptimizerError(f"{where}: {sw}[{key!r}] is not state {type(self).__name__} "
                                      f"keeps with these settings (it keeps: {known})")
-            kind = spec[key][0]
+            kind, required = spec[key]
+            if value is None and required:
+                raise OptimizerError(f"{where}: {sw}[{key!r}] is None; {type(self).__name__} "
+                                     f"needs an array or a step count there")
             out[key] = _load_value(f"{where}: {sw}[{key!r}]", kind, p, value)
         for key, (_, required) in spec.items():
             if required and key not in out:
@@ -278,8 +281,8 @@ def _export(value: Any) -> Any:
 def _load_value(where: str, kind: str, p: Tensor, value: Any) -> Any:
     """One state entry: a step count (int; a number or one-element array, as torch keeps it) or
     an array of the parameter's shape, cast to its dtype and copied."""
-    if value is None and kind == PARAM:
-        return None  # torch's SGD keeps momentum_buffer None until its first step
+    if value is None:
+        return None  # an optional entry: torch's SGD keeps momentum_buffer None at first
     if kind == STEP:
         if not isinstance(value, numbers.Real) or isinstance(value, bool):
             arr = _array(where, value)
