@@ -12,6 +12,7 @@ from . import formats, passes  # noqa: E402,F401  (they register passes and hand
 #                                 what it needs from them: see onemodel/core/layers.py)
 from .trace import TracedModel, Tracer, trace
 from .loading import load, load_onnx
+from .formats.checkpoint import load_checkpoint, save
 from .errors import (ArgumentError, FormatError, GraphError, OneModelError, OpError, OpIndexError,
                      PluginError, SessionError, TraceException)
 from . import nn, optim  # noqa: E402  (after the core: nn and optim build on Tensor)
@@ -22,5 +23,6 @@ _sys.modules[__name__ + ".ops"] = ops
 
 __all__ = ["DType", "GradMode", "Tensor", "tensor", "manual_seed", "ops", "registry", "nn", "optim",
            "OneModelError", "ArgumentError", "OpError", "OpIndexError", "PluginError", "TraceException", "SessionError",
-           "GraphError", "FormatError", "Tracer", "TracedModel", "trace", "load", "load_onnx", "Session", "SessionOutputs",
+           "GraphError", "FormatError", "Tracer", "TracedModel", "trace", "load", "load_onnx", "save",
+           "load_checkpoint", "Session", "SessionOutputs",
            "ValueInfo", "backends", "__version__"]

@@ -24,6 +24,11 @@ ALLOWED = {
     ("nn/init.py", "relu"), ("nn/init.py", "linear"), ("nn/init.py", "leaky_relu"),
     ("nn/init.py", "selu"), ("nn/init.py", "conv1d"),
     ("nn/init.py", "conv_transpose1d"), ("nn/init.py", "conv_transpose2d"),
+    # PyTorch's optimizer and scheduler API: Adagrad's state key "sum", OneCycleLR's
+    # anneal_strategy "cos" / "linear", ReduceLROnPlateau's threshold_mode "abs"; settings and
+    # state_dict keys a torch checkpoint carries, not ops
+    ("optim/adagrad.py", "sum"), ("optim/lr_scheduler/cyclic.py", "cos"),
+    ("optim/lr_scheduler/cyclic.py", "linear"), ("optim/lr_scheduler/plateau.py", "abs"),
     # names in messages and ONNX node names, not op lookups
     ("core/tensor.py", "arange"), ("core/tensor.py", "full"), ("formats/onnx_export.py", "cast"),
 }

@@ -8,11 +8,11 @@ from __future__ import annotations
 import difflib
 
 from ..registry import REGISTRY
-from . import functional, init
+from . import functional, init, utils
 from .module import IncompatibleKeys, NnModule, StateDictError
 from .parameter import Parameter
 
-_CORE = ["NnModule", "Parameter", "StateDictError", "IncompatibleKeys", "init", "functional"]
+_CORE = ["NnModule", "Parameter", "StateDictError", "IncompatibleKeys", "init", "functional", "utils"]
 
 
 def __getattr__(name: str):
