@@ -544,6 +544,14 @@ def test_embedding_bag_traces_with_symbolic_lengths():
     _everywhere(traced, fn, [{"flat": other, "offsets": other_off}])
 
 
+def test_embedding_bag_from_pretrained_freezes_by_default():
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    bag = nn.EmbeddingBag.from_pretrained(table, mode="max")
+    assert not bag.weight.requires_grad and bag.mode == "max"
+    _close(bag(np.array([[0, 3], [2, 1]])), table[[3, 2]])
+    assert nn.EmbeddingBag.from_pretrained(table, freeze=False).weight.requires_grad
+
+
 def test_embedding_bag_errors():
     with pytest.raises(ArgumentError, match="EmbeddingBag: mode must be"):
         nn.EmbeddingBag(10, 3, mode="min")
