@@ -232,7 +232,7 @@ def test_repr_like_pytorch():
         "Conv2d(1, 16, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))"
     assert repr(nn.BatchNorm2d(8)) == \
         "BatchNorm2d(8, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"
-    assert repr(nn.LayerNorm(8)) == "LayerNorm((8,), eps=1e-05, elementwise_affine=True)"
+    assert repr(nn.LayerNorm(8)) == "LayerNorm((8,), eps=1e-05, elementwise_affine=True, bias=True)"
     assert repr(nn.MaxPool2d(2)) == \
         "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)"
 

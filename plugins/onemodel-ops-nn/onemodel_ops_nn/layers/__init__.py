@@ -20,6 +20,11 @@ from .pool_more import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool2d,
                         MaxPool1d)
 from .resize import PixelShuffle, PixelUnshuffle, Upsample
 from .shape import Unflatten
+from .bilinear import Bilinear
+from .embedding_bag import EmbeddingBag
+from .rnn_cells import GRUCell, LSTMCell, RNNCell
+from .rnn_elman import RNN
+from .transformer import Transformer, TransformerDecoder, TransformerDecoderLayer
 
 LAYERS = (Linear, Conv2d, MaxPool2d, AvgPool2d, BatchNorm2d, LayerNorm, Embedding, Dropout, ReLU,
           GELU, Sigmoid, Tanh, Softmax, LogSoftmax, Flatten, Identity, Sequential, ModuleList,
@@ -34,5 +39,7 @@ LAYERS += (Conv1d, ConvTranspose1d, ConvTranspose2d, MaxPool1d, AvgPool1d, Adapt
            ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, ModuleDict,
            ParameterList, ParameterDict, BCELoss, BCEWithLogitsLoss, NLLLoss, L1Loss,
            SmoothL1Loss, HuberLoss, KLDivLoss)
+LAYERS += (RNN, RNNCell, LSTMCell, GRUCell, TransformerDecoderLayer, TransformerDecoder,
+           Transformer, EmbeddingBag, Bilinear)
 
 __all__ = [cls.__name__ for cls in LAYERS] + ["LAYERS"]

@@ -13,6 +13,7 @@ from onemodel import DType, ops
 from onemodel.errors import ArgumentError
 from onemodel.nn import NnModule, init
 
+from ._seq_util import attention_mask, check_sizes
 from ._util import as_tensor, new_param, positive_int, probability
 from .basic import Dropout, Linear, ModuleList
 from .norm import LayerNorm
@@ -27,6 +28,11 @@ def _additive(mask, what: str):
         raise ArgumentError(f"MultiheadAttention: {what} must be a bool or float tensor, got "
                             f"{mask.dtype}")
     return ops.where(mask, float("-inf"), 0.0)
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """PyTorch's class for ``MultiheadAttention.out_proj``: a Linear under the name torch prints
+    (and checks ``isinstance`` against)."""
 
 
 class MultiheadAttention(NnModule):
@@ -72,7 +78,8 @@ class MultiheadAttention(NnModule):
             self.in_proj_bias = new_param((3 * embed_dim,), dtype)
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
+                                                        dtype=dtype)
         self.bias_k = self.bias_v = None
         self._reset_parameters()
 
@@ -103,6 +110,7 @@ class MultiheadAttention(NnModule):
         if is_causal and attn_mask is None:
             raise ArgumentError("MultiheadAttention: is_causal=True is a hint that attn_mask is "
                                 "the causal mask; pass attn_mask as well")
+        query, key, value = as_tensor(query), as_tensor(key), as_tensor(value)
         batched = query.ndim == 3
         if query.ndim not in (2, 3):
             raise ArgumentError(f"MultiheadAttention: query should be 2-d (unbatched) or 3-d, got "
@@ -176,8 +184,9 @@ class TransformerEncoderLayer(NnModule):
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
                  dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
-                 dtype=None) -> None:
+                 device=None, dtype=None) -> None:
         super().__init__()
+        check_sizes("TransformerEncoderLayer", d_model, nhead, dim_feedforward, dropout, device)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, dtype=dtype)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
@@ -200,7 +209,8 @@ class TransformerEncoderLayer(NnModule):
         self.batch_first = batch_first
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
-        x = src
+        x = src = as_tensor(src)
+        src_mask = attention_mask(src_mask, is_causal, src, self.batch_first)
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
             x = x + self._ff_block(self.norm2(x))
@@ -220,12 +230,20 @@ class TransformerEncoderLayer(NnModule):
 
 
 class TransformerEncoder(NnModule):
-    """``num_layers`` copies of ``encoder_layer`` (as ``layers.0`` ...), then an optional norm."""
+    """``num_layers`` copies of ``encoder_layer`` (as ``layers.0`` ...), then an optional norm.
+    ``enable_nested_tensor`` and ``mask_check`` are accepted and ignored: in PyTorch they choose a
+    faster path to the same result."""
 
     def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int,
                  norm: NnModule | None = None, enable_nested_tensor: bool = True,
                  mask_check: bool = True) -> None:
         super().__init__()
+        if not isinstance(encoder_layer, NnModule):
+            raise ArgumentError(f"TransformerEncoder: encoder_layer must be a module (a "
+                                f"TransformerEncoderLayer), got {type(encoder_layer).__name__}")
+        positive_int("TransformerEncoder", "num_layers", num_layers, 0)
+        # enable_nested_tensor and mask_check pick PyTorch's fast paths; the result is the same
+        self.enable_nested_tensor, self.mask_check = enable_nested_tensor, mask_check
         self.layers = ModuleList(copy.deepcopy(encoder_layer) for _ in range(num_layers))
         self.num_layers = num_layers
         self.norm = norm

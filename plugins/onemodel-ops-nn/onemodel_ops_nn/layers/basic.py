@@ -12,6 +12,7 @@ from onemodel import GradMode, Tensor, ops
 from onemodel.core import tracing_hooks
 from onemodel.errors import ArgumentError
 from onemodel.nn import NnModule, Parameter, init
+from onemodel.nn.module import _addindent
 
 from ._util import new_param, positive_int, probability
 
@@ -327,6 +328,20 @@ class ModuleList(NnModule):
 
     def __iadd__(self, modules: Iterable[NnModule]) -> "ModuleList":
         return self.extend(modules)
+
+    def __repr__(self) -> str:
+        """PyTorch's: runs of identical children print once, as ``(0-5): 6 x Layer(...)``."""
+        runs: list[list] = []
+        for i, text in enumerate(repr(m) for m in self):
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, text])
+        if not runs:
+            return type(self).__name__ + "()"
+        lines = [_addindent(f"({a}): {t}" if a == b else f"({a}-{b}): {b - a + 1} x {t}", 2)
+                 for a, b, t in runs]
+        return type(self).__name__ + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
 __all__ = ["Identity", "Linear", "Embedding", "Dropout", "ReLU", "GELU", "Sigmoid", "Tanh",

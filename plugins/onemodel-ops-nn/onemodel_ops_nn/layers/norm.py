@@ -139,7 +139,7 @@ class LayerNorm(NnModule):
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine}")
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
 
 __all__ = ["BatchNorm2d", "LayerNorm"]

@@ -73,6 +73,11 @@ class _RNNBase(NnModule):
             else (None, None)
         return (getattr(self, f"weight_ih{sfx}"), getattr(self, f"weight_hh{sfx}")) + bias
 
+    def _direction(self, x, sfx: str, init_states, reverse: bool):
+        """One layer in one direction over time-major ``x``: (output, *final states)."""
+        op = getattr(ops, self._name.lower())
+        return op(x, *self._layer_params(sfx), *init_states, reverse=reverse)
+
     def _check_state(self, what: str, s, batched: bool):
         s = as_tensor(s)
         want = 3 if batched else 2
@@ -106,14 +111,13 @@ class _RNNBase(NnModule):
             x = x.transpose(0, 1)
         states = [None if s is None else self._check_state(name, s, batched)
                   for name, s in states]
-        op = getattr(ops, self._name.lower())
         finals = [[] for _ in states]
         for layer in range(self.num_layers):
             outs = []
             for d, sfx in enumerate(self._suffixes(layer)):
                 k = layer * self.num_directions + d
                 init_states = [None if s is None else s[k] for s in states]
-                res = op(x, *self._layer_params(sfx), *init_states, reverse=d == 1)
+                res = self._direction(x, sfx, init_states, d == 1)
                 outs.append(res[0])
                 for f, r in zip(finals, res[1:]):
                     f.append(r.unsqueeze(0))
