@@ -65,6 +65,8 @@ def format_param(v: Any) -> str:
         return "[" + ", ".join(format_param(x) for x in v) + "]"
     if isinstance(v, (Dim, DType)):
         return str(v)
+    if isinstance(v, Graph):  # a subgraph (core/subgraphs.py): its printed form, indented
+        return v.format().replace("\n", "\n    ")
     if isinstance(v, float):
         return repr(v)
     return repr(v)
@@ -189,6 +191,7 @@ class Graph:
                                  f"plugin provides")
             for o in n.outputs:
                 define(o, f"an output of {n.op}")
+            self._verify_subgraphs(n, check_types)
             if check_types:
                 self._check_node_types(op, n)
         for out, v in self.outputs:
@@ -197,6 +200,17 @@ class Graph:
         if len({o for o, _ in self.outputs}) != len(self.outputs):
             raise GraphError("graph output names must be unique")
         return self
+
+    @staticmethod
+    def _verify_subgraphs(n: Node, check_types: bool) -> None:
+        """A graph held in a param (core/subgraphs.py) is verified as a graph of its own."""
+        from .subgraphs import subgraphs
+
+        for pname, g in subgraphs(n):
+            try:
+                g.verify(check_types)
+            except GraphError as exc:
+                raise GraphError(f"node {n.describe()}: subgraph {pname!r}: {exc}") from exc
 
     def _check_node_types(self, op, n: Node) -> None:
         from .dispatch import infer
