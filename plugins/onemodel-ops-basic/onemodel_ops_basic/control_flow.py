@@ -65,7 +65,7 @@ def _results(outs, dims) -> tuple:
     """Contiguous results, checked against the sizes ``dims`` states (None: a data size)."""
     res = []
     for k, (a, want) in enumerate(zip(outs, dims)):
-        a = np.ascontiguousarray(a)
+        a = np.require(np.asarray(a), requirements="C")  # (ascontiguousarray makes 0-d 1-d)
         if len(a.shape) != len(want) or any(
                 w is not None and not isinstance(w, Dim) and int(w) != n
                 for w, n in zip(want, a.shape)):

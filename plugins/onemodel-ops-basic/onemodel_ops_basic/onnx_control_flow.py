@@ -98,6 +98,39 @@ def _trip_dim(ctx, node, body, cond_known):
     return None
 
 
+def _import_carrying(ctx, body, head, carried, first_out, what, tail=()):
+    """Import a body whose inputs are ``head``, the ``carried`` values' types and ``tail``, and
+    whose outputs from ``first_out`` on give the carried values back. A carried axis whose size
+    the body changes (a slice to a bound read from data) is made a data size and the body
+    imported again, so the value may change that size from one iteration to the next; the
+    dtype and rank must stay. Returns the body, its captures and the carried values' types."""
+    sub = _sub()
+    types = [ctx.type(v) for v in carried]
+    for attempt in range(2):
+        g, cap = sub.import_subgraph(ctx, body, [*head, *types, *tail], "the body")
+        outs = sub.output_types(g)
+        if len(outs) < first_out + len(carried):
+            ctx.unsupported(f"the body gives {len(outs)} outputs, fewer than its "
+                            f"{first_out + len(carried)} (condition and) {what}s")
+        changed = False
+        for k, (v, want, t) in enumerate(zip(carried, types, outs[first_out:])):
+            if t.dtype != want.dtype or len(t.shape) != len(want.shape):
+                ctx.unsupported(f"{what} {k} ({v!r}) enters as {want} and leaves the body as "
+                                f"{t}; OneModel needs its dtype and rank fixed across "
+                                f"iterations")
+            if not all(same_dim(a, b) for a, b in zip(t.shape, want.shape)):
+                if attempt:
+                    ctx.unsupported(f"{what} {k} ({v!r}) enters as {want} and leaves the body "
+                                    f"as {t}")
+                types[k] = TensorType(want.dtype, tuple(
+                    a if same_dim(a, b) else ctx.data_dim() for a, b in zip(want.shape,
+                                                                             t.shape)))
+                changed = True
+        if not changed:
+            return g, cap, types
+    raise AssertionError("unreachable")
+
+
 def _import_loop(ctx, node):
     sub = _sub()
     body = node.attr("body")
@@ -108,25 +141,16 @@ def _import_loop(ctx, node):
     for v in carried:
         if not v:
             ctx.unsupported("an empty loop-carried input")
-    formal = [I64, BOOL] + [ctx.type(v) for v in carried]
-    g, cap = sub.import_subgraph(ctx, body, formal, "the body")
-    outs = sub.output_types(g)
     n = len(carried)
-    if len(outs) < 1 + n:
-        ctx.unsupported(f"the body gives {len(outs)} outputs; it must give the condition and "
-                        f"{n} loop-carried values")
-    for k, (v, t) in enumerate(zip(carried, outs[1:1 + n])):
-        want = ctx.type(v)
-        if t.dtype != want.dtype or len(t.shape) != len(want.shape) or not all(
-                same_dim(a, b) for a, b in zip(t.shape, want.shape)):
-            ctx.unsupported(f"loop-carried value {k} ({v!r}) enters as {want} and leaves the "
-                            f"body as {t}; OneModel needs its type fixed across iterations")
+    g, cap, carried_types = _import_carrying(ctx, body, [I64, BOOL], carried, 1,
+                                             "loop-carried value")
+    outs = sub.output_types(g)
     c = ctx.const(node.input(1)) if node.input(1) else None
     cond_known = None if c is None else bool(c.reshape(-1)[0])
     trip = _trip_dim(ctx, node, g, cond_known)
     if trip is None:
         trip = ctx.data_dim()
-    dims = tuple(tuple(ctx.type(v).shape) for v in carried) + tuple(
+    dims = tuple(tuple(t.shape) for t in carried_types) + tuple(
         (trip,) + sub.outer_shape(ctx, g, t.shape) for t in outs[1 + n:])
     ins = [x for x in node.inputs[:2] if x] + list(carried) + cap
     out = ctx.emit("loop", ins, body=g, n_carried=n, has_trip=bool(node.input(0)),
@@ -161,13 +185,9 @@ def _import_scan(ctx, node):
         steps = shape.pop(a % len(shape))
         trip = steps if trip is None else trip
         slices.append(TensorType(ctx.type(v).dtype, tuple(shape)))
-    formal = [ctx.type(v) for v in states] + slices
-    g, cap = sub.import_subgraph(ctx, body, formal, "the body")
+    g, cap, state_types = _import_carrying(ctx, body, [], states, 0, "state", slices)
     outs = sub.output_types(g)
-    dims = [tuple(ctx.type(v).shape) for v in states]
-    for v, t in zip(states, outs[:n]):
-        if t.dtype != ctx.type(v).dtype:
-            ctx.unsupported(f"state {v!r} enters as {ctx.type(v)} and leaves the body as {t}")
+    dims = [tuple(t.shape) for t in state_types]
     for t, a in zip(outs[n:], out_axes):
         shape = list(sub.outer_shape(ctx, g, t.shape))
         if not -len(shape) - 1 <= a <= len(shape):
