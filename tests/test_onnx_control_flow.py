@@ -134,6 +134,34 @@ def test_if_branches_of_different_sizes_give_a_data_size():
     assert str(node.params["dims"][0][0]).startswith("data")
 
 
+def test_if_branch_using_an_outer_size_as_data_binds_it():
+    # the branches build tensors of Shape(x) (taken outside) without reading x itself
+    then_g = h.make_graph([h.make_node("ConstantOfShape", ["s"], ["t"],
+                                       value=nh.from_array(np.array([2.0], np.float32)))],
+                          "then", [], [h.make_tensor_value_info("t", F, None)])
+    else_g = h.make_graph([h.make_node("ConstantOfShape", ["s"], ["e"],
+                                       value=nh.from_array(np.array([-1.0], np.float32)))],
+                          "else", [], [h.make_tensor_value_info("e", F, None)])
+    m = _model([h.make_node("Shape", ["x"], ["s"]),
+                h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+               [h.make_tensor_value_info("x", F, ["batch", 3]),
+                h.make_tensor_value_info("c", B, [])],
+               [h.make_tensor_value_info("y", F, ["batch", 3])])
+    _check(m, [{"x": _x(2, 3), "c": np.array(True)}, {"x": _x(5, 3), "c": np.array(False)}])
+
+
+def test_if_branches_of_different_ranks_are_refused_naming_the_node():
+    then_g = h.make_graph([h.make_node("Identity", ["x"], ["t"])], "then", [],
+                          [h.make_tensor_value_info("t", F, None)])
+    else_g = h.make_graph([h.make_node("ReduceSum", ["x"], ["e"], keepdims=0)], "else", [],
+                          [h.make_tensor_value_info("e", F, None)])
+    m = _model([h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+               [h.make_tensor_value_info("x", F, [3]), h.make_tensor_value_info("c", B, [])],
+               [h.make_tensor_value_info("y", F, [3])])
+    with pytest.raises(OnnxUnsupportedError, match=r"If node .*rank 1 in then_branch and 0"):
+        from_onnx(m)
+
+
 # -- Loop ----------------------------------------------------------------------------------------
 def _rnn_body(cond_out_nodes, cond_out):
     """A tf2onnx-style unrolled recurrent step: x_t = x[i] (outer x), h = tanh(x_t W + h U);

@@ -199,7 +199,31 @@ def import_subgraph(ctx, og: OnnxGraph, formal: list[TensorType], what: str):
                   values={k: v for k, v in graph.values.items()
                           if k in keep or k not in {x.name for x in graph.inputs}},
                   initializers=graph.initializers, guards=graph.guards)
-    return graph, captured
+    return _bind_sizes(ctx, graph, captured)
+
+
+def _bind_sizes(ctx, graph: Graph, captured: list[str]):
+    """A size of the enclosing graph that the subgraph uses (a ``Shape`` taken outside, used as
+    data inside) but none of its inputs carries is bound by capturing an outer value that has
+    it as an axis: a subgraph binds its sizes from its own inputs when it runs."""
+    from ..core.dynamic_plan import data_symbols
+
+    missing = data_symbols(graph)
+    extra = []
+    for sym in sorted(missing):
+        target = Dim.symbol(sym)
+        for v in ctx.inputs:
+            if v.name not in captured and v.name not in graph.values and any(
+                    isinstance(d, Dim) and d == target for d in v.shape):
+                extra.append(v)
+                break
+    if not extra:
+        return graph, captured
+    values = dict(graph.values)
+    values.update({v.name: v for v in extra})
+    graph = Graph(inputs=graph.inputs + tuple(extra), nodes=graph.nodes, outputs=graph.outputs,
+                  values=values, initializers=graph.initializers, guards=graph.guards)
+    return graph, captured + [v.name for v in extra]
 
 
 def with_inputs(graph: Graph, names: list[str], types: list[TensorType], n_formal: int) -> Graph:
