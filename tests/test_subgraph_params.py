@@ -110,3 +110,13 @@ def test_the_plan_digest_sees_inside_subgraphs():
     ops = REGISTRY.tables().ops
     a, b = graph_digest(_model(2.0), ops, {}), graph_digest(_model(3.0), ops, {})
     assert a is not None and b is not None and a != b
+
+
+def test_a_graph_with_subgraphs_pickles():
+    import pickle
+
+    g = _model()
+    back = pickle.loads(pickle.dumps(g))
+    assert str(back) == str(g)
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_array_equal(_run(back, True, x), _run(g, True, x))

@@ -53,6 +53,9 @@ class Node:
     params: Mapping[str, Any] = attrs.field(factory=dict, converter=_freeze_params)
     source: str | None = attrs.field(default=None, eq=False)
 
+    def __reduce__(self):  # params are a read-only mapping proxy, which pickle cannot store
+        return (Node, (self.op, self.inputs, self.outputs, dict(self.params), self.source))
+
     def describe(self) -> str:
         where = f" (recorded at {self.source})" if self.source else ""
         return f"{self.op} -> %{', %'.join(self.outputs)}{where}"
@@ -127,6 +130,10 @@ class Graph:
 
     def replace(self, **changes) -> "Graph":
         return attrs.evolve(self, **changes)
+
+    def __reduce__(self):  # the mappings are read-only proxies; a subgraph param pickles too
+        return (Graph, (self.inputs, self.nodes, self.outputs, dict(self.values),
+                        dict(self.initializers), self.guards))
 
     # -- printing ------------------------------------------------------------------------------
     def format(self, sources: bool = False) -> str:
