@@ -173,7 +173,8 @@ def _rnn_body(cond_out_nodes, cond_out):
              h.make_node("Tanh", ["ab"], ["h_out"]),
              h.make_node("Identity", ["h_out"], ["h_scan"]), *cond_out_nodes]
     return h.make_graph(nodes, "body",
-                        [h.make_tensor_value_info("i", I, []), h.make_tensor_value_info("c_in", B, []),
+                        [h.make_tensor_value_info("i", I, []),
+                         h.make_tensor_value_info("c_in", B, []),
                          h.make_tensor_value_info("h_in", F, None)],
                         [h.make_tensor_value_info(cond_out, B, []),
                          h.make_tensor_value_info("h_out", F, None),
@@ -268,6 +269,41 @@ def test_loop_carrying_a_sequence_is_refused_naming_the_op():
                [h.make_tensor_value_info("x", F, [2]), h.make_tensor_value_info("m", I, [])],
                [h.make_tensor_sequence_value_info("s", F, [2])])
     with pytest.raises(OnnxUnsupportedError, match=r"SequenceEmpty.*SequenceInsert"):
+        from_onnx(m)
+
+
+def test_loop_without_trip_count_or_condition_is_refused():
+    body = h.make_graph([h.make_node("Identity", ["c_in"], ["c_out"]),
+                         h.make_node("Identity", ["v_in"], ["v_out"])], "body",
+                        [h.make_tensor_value_info("i", I, []),
+                         h.make_tensor_value_info("c_in", B, []),
+                         h.make_tensor_value_info("v_in", F, [2])],
+                        [h.make_tensor_value_info("c_out", B, []),
+                         h.make_tensor_value_info("v_out", F, [2])])
+    m = _model([h.make_node("Loop", ["", "", "x"], ["y"], body=body)],
+               [h.make_tensor_value_info("x", F, [2])], [h.make_tensor_value_info("y", F, [2])])
+    with pytest.raises(OnnxUnsupportedError, match=r"Loop node .*never ends"):
+        from_onnx(m)
+
+
+def test_an_all_constant_loop_the_rule_refuses_is_refused_not_folded():
+    # the carried value gains an axis per iteration; onnx.reference run on the one node gives
+    # the wrong shape, so the rule's reason stands
+    body = h.make_graph([h.make_node("Identity", ["c_in"], ["c_out"]),
+                         h.make_node("Unsqueeze", ["v_in", "ax"], ["v_out"])], "body",
+                        [h.make_tensor_value_info("i", I, []),
+                         h.make_tensor_value_info("c_in", B, []),
+                         h.make_tensor_value_info("v_in", F, None)],
+                        [h.make_tensor_value_info("c_out", B, []),
+                         h.make_tensor_value_info("v_out", F, None)],
+                        initializer=[nh.from_array(np.array([0], np.int64), "ax")])
+    m = _model([h.make_node("Loop", ["m", "", "x"], ["y"], body=body),
+                h.make_node("Add", ["y", "z"], ["w"])],
+               [h.make_tensor_value_info("z", F, [1, 1, 2])],
+               [h.make_tensor_value_info("w", F, [1, 1, 2])],
+               [nh.from_array(np.array(2, np.int64), "m"),
+                nh.from_array(np.ones(2, np.float32), "x")])
+    with pytest.raises(OnnxUnsupportedError, match=r"Loop node .*rank fixed"):
         from_onnx(m)
 
 

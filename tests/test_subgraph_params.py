@@ -120,3 +120,18 @@ def test_a_graph_with_subgraphs_pickles():
     assert str(back) == str(g)
     x = np.ones((2, 3), np.float32)
     np.testing.assert_array_equal(_run(back, True, x), _run(g, True, x))
+
+
+def test_subgraphs_nested_too_deep_are_refused_when_loading():
+    g = _model()
+    for _ in range(9):  # a cond whose branches are the previous model
+        node = g.nodes[0]
+        b = GraphBuilder()
+        b.add_input("p", TensorType(DType.BOOL, ()))
+        b.add_input("x", TensorType(F32, (N, 3)))
+        (y,) = b.add_node("cond", ["p", "p", "x"], [TensorType(F32, (N, 3))],
+                          {"then_branch": g, "else_branch": g, "dims": ((N, 3),)})
+        g = b.finish([("y", y.name)])
+        assert node.op == "cond"
+    with pytest.raises(FormatError, match=r"nest more than 8"):
+        load_graph(io.BytesIO(dumps(g)))

@@ -47,6 +47,9 @@ def _read_by_subgraphs(node) -> list[str]:
 
 
 def _attr(onnx, v):
+    proto = getattr(v, "proto", None)  # a subgraph (onnx_subgraph.OnnxGraph): its GraphProto
+    if proto is not None:
+        return proto
     if isinstance(v, np.ndarray):
         return onnx.numpy_helper.from_array(v)
     if isinstance(v, list) and v and isinstance(v[0], np.ndarray):

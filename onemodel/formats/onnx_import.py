@@ -982,7 +982,11 @@ def import_nodes(onnx, ctx: ImportContext, protos, consts: set, where) -> None:
 
 def _fold_constant(onnx, ctx: ImportContext, n: OnnxNode, where, err=None) -> list:
     """Compute an all-constant node with onnx's reference implementation (any op type)."""
+    from .onnx_subgraph import graphs_of
+
     arrays = [ctx.const(i) if i else None for i in n.inputs]
+    if graphs_of(n) and err is not None:  # If/Loop/Scan fold through their own rules only:
+        raise OnnxUnsupportedError(where(str(err)))  # onnx.reference misreads one-node loops
     if any(a is None for a, i in zip(arrays, n.inputs) if i):
         raise OnnxUnsupportedError(where(str(err) if err is not None else
                                          f"{n.describe()}: {n.op_type} is only supported on "

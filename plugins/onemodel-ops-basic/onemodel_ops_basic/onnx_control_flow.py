@@ -137,6 +137,8 @@ def _import_loop(ctx, node):
     if body is None:
         ctx.unsupported("Loop needs a body")
     _no_sequences(ctx, body, "the body's")
+    if not node.input(0) and not node.input(1):
+        ctx.unsupported("a Loop with neither a trip count nor a condition never ends")
     carried = node.inputs[2:]
     for v in carried:
         if not v:
