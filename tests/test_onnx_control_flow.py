@@ -272,6 +272,24 @@ def test_loop_carrying_a_sequence_is_refused_naming_the_op():
         from_onnx(m)
 
 
+def test_a_refusal_inside_a_body_names_both_nodes_once():
+    body = h.make_graph([h.make_node("Identity", ["c_in"], ["c_out"]),
+                         h.make_node("Cast", ["v_in"], ["v_bf"], to=TP.BFLOAT16),
+                         h.make_node("Cast", ["v_bf"], ["v_out"], to=F)], "body",
+                        [h.make_tensor_value_info("i", I, []),
+                         h.make_tensor_value_info("c_in", B, []),
+                         h.make_tensor_value_info("v_in", F, [2])],
+                        [h.make_tensor_value_info("c_out", B, []),
+                         h.make_tensor_value_info("v_out", F, [2])])
+    m = _model([h.make_node("Loop", ["m", "", "x"], ["y"], body=body)],
+               [h.make_tensor_value_info("x", F, [2]), h.make_tensor_value_info("m", I, [])],
+               [h.make_tensor_value_info("y", F, [2])])
+    with pytest.raises(OnnxUnsupportedError) as info:
+        from_onnx(m, label="model.onnx")
+    text = str(info.value)
+    assert text.count("model.onnx") == 1 and "Loop node" in text and "the body: Cast node" in text
+
+
 def test_loop_without_trip_count_or_condition_is_refused():
     body = h.make_graph([h.make_node("Identity", ["c_in"], ["c_out"]),
                          h.make_node("Identity", ["v_in"], ["v_out"])], "body",

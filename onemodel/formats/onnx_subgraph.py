@@ -182,9 +182,14 @@ def import_subgraph(ctx, og: OnnxGraph, formal: list[TensorType], what: str):
             child.entries[name] = Val(name, e.type)
             captured.append(name)
     consts = {k for k, e in child.entries.items() if isinstance(e, Const)}
+    from .onnx_import import OnnxUnsupportedError
+
     saved = ctx.current
-    try:
-        import_nodes(_onnx(), child, og.proto.node, consts, _where(child))
+    try:  # a refusal inside names the node holding the subgraph, then the node inside
+        import_nodes(_onnx(), child, og.proto.node, consts, lambda w: w)
+    except OnnxUnsupportedError as exc:
+        ctx.current = saved
+        ctx.unsupported(f"{what}: {exc}")
     finally:
         ctx.current = saved
     outputs = [(f"out{k}", child.value(child.entry(o))) for k, o in enumerate(og.outputs)]
