@@ -53,6 +53,9 @@ class Node:
     params: Mapping[str, Any] = attrs.field(factory=dict, converter=_freeze_params)
     source: str | None = attrs.field(default=None, eq=False)
 
+    def __reduce__(self):  # params are a read-only mapping proxy, which pickle cannot store
+        return (Node, (self.op, self.inputs, self.outputs, dict(self.params), self.source))
+
     def describe(self) -> str:
         where = f" (recorded at {self.source})" if self.source else ""
         return f"{self.op} -> %{', %'.join(self.outputs)}{where}"
@@ -65,6 +68,8 @@ def format_param(v: Any) -> str:
         return "[" + ", ".join(format_param(x) for x in v) + "]"
     if isinstance(v, (Dim, DType)):
         return str(v)
+    if isinstance(v, Graph):  # a subgraph (core/subgraphs.py): its printed form, indented
+        return v.format().replace("\n", "\n    ")
     if isinstance(v, float):
         return repr(v)
     return repr(v)
@@ -125,6 +130,10 @@ class Graph:
 
     def replace(self, **changes) -> "Graph":
         return attrs.evolve(self, **changes)
+
+    def __reduce__(self):  # the mappings are read-only proxies; a subgraph param pickles too
+        return (Graph, (self.inputs, self.nodes, self.outputs, dict(self.values),
+                        dict(self.initializers), self.guards))
 
     # -- printing ------------------------------------------------------------------------------
     def format(self, sources: bool = False) -> str:
@@ -189,6 +198,7 @@ class Graph:
                                  f"plugin provides")
             for o in n.outputs:
                 define(o, f"an output of {n.op}")
+            self._verify_subgraphs(n, check_types)
             if check_types:
                 self._check_node_types(op, n)
         for out, v in self.outputs:
@@ -197,6 +207,17 @@ class Graph:
         if len({o for o, _ in self.outputs}) != len(self.outputs):
             raise GraphError("graph output names must be unique")
         return self
+
+    @staticmethod
+    def _verify_subgraphs(n: Node, check_types: bool) -> None:
+        """A graph held in a param (core/subgraphs.py) is verified as a graph of its own."""
+        from .subgraphs import subgraphs
+
+        for pname, g in subgraphs(n):
+            try:
+                g.verify(check_types)
+            except GraphError as exc:
+                raise GraphError(f"node {n.describe()}: subgraph {pname!r}: {exc}") from exc
 
     def _check_node_types(self, op, n: Node) -> None:
         from .dispatch import infer

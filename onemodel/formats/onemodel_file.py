@@ -98,10 +98,26 @@ def op_providers(op_names) -> dict[str, dict]:
 
 def manifest_of(graph: Graph) -> tuple[dict, list[tuple[str, np.ndarray]]]:
     """The manifest dict and the (entry name, little-endian array) pairs for a graph."""
-    data_entries = []
+    from ..core.subgraphs import walk_nodes
+
+    data_entries: list = []
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "producer": f"onemodel {_version()}",
+        "graph": _graph_json(graph, data_entries),
+        "ops": op_providers(n.op for n in walk_nodes(graph)),
+    }
+    return manifest, data_entries
+
+
+def _graph_json(graph: Graph, data_entries: list, where_prefix: str = "") -> dict:
+    """The ``graph`` object of the manifest (a subgraph param is one too, ``$graph``); its
+    arrays are appended to ``data_entries``, numbered across the whole file."""
     inits = []
     total = 0
-    for i, name in enumerate(sorted(graph.initializers)):
+    for name in sorted(graph.initializers):
+        i = len(data_entries)
         arr = np.asarray(graph.initializers[name])
         try:
             dtype = DType.from_numpy(arr.dtype)
@@ -114,9 +130,14 @@ def manifest_of(graph: Graph) -> tuple[dict, list[tuple[str, np.ndarray]]]:
         total += int(le.nbytes)
         data_entries.append((entry, le))
     nodes = []
+
+    def subgraph(g, where):
+        return _graph_json(g, data_entries, f"{where}: ")
+
     for k, n in enumerate(graph.nodes):
-        where = f"node {k} ({n.op})"
-        params = {p: params_codec.encode(v, f"{where} param {p!r}") for p, v in n.params.items()}
+        where = f"{where_prefix}node {k} ({n.op})"
+        params = {p: params_codec.encode(v, f"{where} param {p!r}", sub=subgraph)
+                  for p, v in n.params.items()}
         nodes.append({
             "op": n.op,
             "inputs": list(n.inputs),
@@ -124,22 +145,16 @@ def manifest_of(graph: Graph) -> tuple[dict, list[tuple[str, np.ndarray]]]:
             "params": params,
             "source": n.source,
         })
-    manifest = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "producer": f"onemodel {_version()}",
-        "graph": {
-            "inputs": [_type_json(v.name, v.type) for v in graph.inputs],
-            "initializers": inits,
-            "nodes": nodes,
-            "outputs": [{"name": o, "value": v} for o, v in graph.outputs],
-            "data_bytes": total,
-        },
-        "ops": op_providers(n.op for n in graph.nodes),
+    out = {
+        "inputs": [_type_json(v.name, v.type) for v in graph.inputs],
+        "initializers": inits,
+        "nodes": nodes,
+        "outputs": [{"name": o, "value": v} for o, v in graph.outputs],
+        "data_bytes": total,
     }
     if graph.guards:  # size conditions sessions check (see core/guards.py)
-        manifest["graph"]["guards"] = [g.to_json() for g in graph.guards]
-    return manifest, data_entries
+        out["guards"] = [g.to_json() for g in graph.guards]
+    return out
 
 
 def _zinfo(name: str) -> zipfile.ZipInfo:
@@ -195,6 +210,10 @@ save = save_graph
 class _Reader:
     def __init__(self, label: str):
         self.label = label
+        self.used_entries: set[str] = set()  # data entries, each read by one initializer
+        self.read = None  # (entry name, size) -> bytes, while the archive is open
+        self.max_bytes = DEFAULT_MAX_BYTES
+        self.depth = 0  # subgraphs being read (a $graph inside a $graph...)
 
     def fail(self, where: str, what: str) -> FormatError:
         return FormatError(f"{self.label}: {where}: {what}")
@@ -400,7 +419,7 @@ def _parse_graph(r: _Reader, manifest: dict, entries: Mapping[str, zipfile.ZipIn
 
     inits = []
     total = 0
-    used_entries: set[str] = set()
+    used_entries: set[str] = r.used_entries
     for i, x in enumerate(r.lst(g["initializers"], "graph.initializers")):
         where = f"graph.initializers[{i}]"
         x = r.obj(x, where, ("name", "dtype", "shape", "data", "byte_length"))
@@ -461,7 +480,8 @@ def _parse_graph(r: _Reader, manifest: dict, entries: Mapping[str, zipfile.ZipIn
         for p, pv in params_json.items():
             if not isinstance(p, str) or not p.isidentifier():
                 raise r.fail(f"{where}.params", f"param name {p!r:.60} is not an identifier")
-            params[p] = params_codec.decode(pv, f"{r.label}: {where} param {p!r}")
+            params[p] = params_codec.decode(pv, f"{r.label}: {where} param {p!r}",
+                                            sub=lambda body, w: _subgraph(r, body, w))
         source = x.get("source")
         if source is not None and (not isinstance(source, str) or len(source) > 10000):
             raise r.fail(f"{where}.source", "must be a string or null")
@@ -485,6 +505,45 @@ def _parse_graph(r: _Reader, manifest: dict, entries: Mapping[str, zipfile.ZipIn
         seen.add(name)
         outputs.append((name, v))
     return inputs, inits, nodes, outputs, values
+
+
+def _read_arrays(r: _Reader, inits) -> dict:
+    arrays = {}
+    for name, t, entry, size in inits:
+        data = r.read(entry, size)
+        arr = np.frombuffer(data, dtype=t.dtype.numpy.newbyteorder("<"))
+        if t.dtype == DType.BOOL and arr.size and np.frombuffer(data, np.uint8).max() > 1:
+            raise r.fail(f"initializer %{name}", "bool data must hold only 0 and 1 bytes")
+        arrays[name] = arr.astype(t.dtype.numpy, copy=False).reshape(t.shape)
+    return arrays
+
+
+#: subgraphs nest at most this deep (an If in a Loop in a Loop...)
+MAX_SUBGRAPH_DEPTH = 8
+
+
+def _subgraph(r: _Reader, body, where: str) -> Graph:
+    """A ``$graph`` param: validated like the file's graph, its data read, verified. Data only:
+    nothing in it runs while loading."""
+    if r.read is None:
+        raise FormatError(f"{where}: a $graph param is only read from a OneModel file")
+    if r.depth >= MAX_SUBGRAPH_DEPTH:
+        raise FormatError(f"{where}: subgraphs nest more than {MAX_SUBGRAPH_DEPTH} deep")
+    sub = _Reader(f"{where}: subgraph")
+    sub.used_entries, sub.read, sub.max_bytes = r.used_entries, r.read, r.max_bytes
+    sub.entries, sub.manifest, sub.depth = r.entries, r.manifest, r.depth + 1
+    inputs, inits, nodes, outputs, values = _parse_graph(sub, {"graph": body}, r.entries,
+                                                         r.max_bytes)
+    _unknown_ops(sub, r.manifest, nodes)
+    g = body if isinstance(body, dict) else {}
+    graph = Graph(inputs=tuple(inputs), nodes=tuple(_reorder_params(nodes)),
+                  outputs=tuple(outputs), values=values, initializers=_read_arrays(sub, inits),
+                  guards=_parse_guards(sub, g))
+    try:
+        graph.verify()
+    except OneModelError as exc:
+        raise sub.fail("graph", f"is not valid: {exc}") from exc
+    return graph
 
 
 def _parse_guards(r: _Reader, g: dict) -> tuple:
@@ -591,16 +650,11 @@ def load_graph(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES) -
         if not isinstance(manifest, dict):
             raise r.fail(MANIFEST, "must hold a JSON object")
         _check_version(r, manifest)
+        r.read = lambda entry, size: _read_capped(r, zf, entries[entry], size)
+        r.entries, r.max_bytes, r.manifest = entries, max_bytes, manifest
         inputs, inits, nodes, outputs, values = _parse_graph(r, manifest, entries, max_bytes)
         _unknown_ops(r, manifest, nodes)
-        arrays = {}
-        for name, t, entry, size in inits:
-            data = _read_capped(r, zf, entries[entry], size)
-            arr = np.frombuffer(data, dtype=t.dtype.numpy.newbyteorder("<"))
-            if t.dtype == DType.BOOL and arr.size and np.frombuffer(data, np.uint8).max() > 1:
-                raise r.fail(f"initializer %{name}", "bool data must hold only 0 and 1 bytes")
-            arr = arr.astype(t.dtype.numpy, copy=False).reshape(t.shape)
-            arrays[name] = arr
+        arrays = _read_arrays(r, inits)
     graph = Graph(inputs=tuple(inputs), nodes=tuple(_reorder_params(nodes)), outputs=tuple(outputs),
                   values=values, initializers=arrays, guards=_parse_guards(r, manifest["graph"]))
     try:

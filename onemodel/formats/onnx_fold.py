@@ -32,14 +32,24 @@ def statically_constant(nodes: Iterable, constants: set[str]) -> set[int]:
     for n in nodes:
         if n.domain not in ("", "ai.onnx") or n.op_type in NONDETERMINISTIC:
             continue
-        ins = [i for i in n.inputs if i]
+        ins = [i for i in n.inputs if i] + _read_by_subgraphs(n)
         if (n.op_type == "Constant" or ins) and all(i in known for i in ins):
             out.add(id(n))
             known.update(o for o in n.outputs if o)
     return out
 
 
+def _read_by_subgraphs(node) -> list[str]:
+    """Outer names an ``If``/``Loop``/``Scan`` body reads: inputs too, for folding."""
+    from .onnx_subgraph import free_names
+
+    return free_names(node)
+
+
 def _attr(onnx, v):
+    proto = getattr(v, "proto", None)  # a subgraph (onnx_subgraph.OnnxGraph): its GraphProto
+    if proto is not None:
+        return proto
     if isinstance(v, np.ndarray):
         return onnx.numpy_helper.from_array(v)
     if isinstance(v, list) and v and isinstance(v[0], np.ndarray):

@@ -193,9 +193,13 @@ def _attr_value(onnx, a, where: str):
         return [s.decode("utf-8", "replace") for s in a.strings]
     if t == A.TENSORS:
         return [_tensor_array(onnx, x, where) for x in a.tensors]
+    if t == A.GRAPH:  # If's branches, Loop's and Scan's body: see onnx_subgraph.py
+        from .onnx_subgraph import read_graph
+
+        return read_graph(onnx, a.g, f"{where}: attribute {a.name!r}")
     raise OnnxUnsupportedError(f"{where}: attribute {a.name!r} of type "
-                               f"{A.AttributeType.Name(t)} is not supported (subgraphs, sparse "
-                               f"tensors and type protos are not imported)")
+                               f"{A.AttributeType.Name(t)} is not supported (lists of subgraphs, "
+                               f"sparse tensors and type protos are not imported)")
 
 
 def _text(x, where: str) -> str:
@@ -830,6 +834,7 @@ def _convert(model, label: str) -> Graph:
     if opset is None:
         raise OnnxImportError(f"{label}: the model imports no version of the default ONNX domain")
     ctx = ImportContext(opset)
+    ctx.label = label
 
     def where(what):
         return f"{label}: {what}"
@@ -877,24 +882,51 @@ def _convert(model, label: str) -> Graph:
     ctx._counter = 0
 
     # nodes
+    import_nodes(onnx, ctx, g.node, set(consts), where)
+
+    # outputs
+    outputs = []
+    rename: dict[str, str] = {}
+    for vi in g.output:
+        e = ctx.entries.get(vi.name)
+        if e is None:
+            raise OnnxUnsupportedError(where(f"output {vi.name!r} is not produced"))
+        v = ctx.value(e)
+        outputs.append((vi.name, v))
+    # readable value names: a node output takes the ONNX name of the value it became
+    taken = set(ctx.values)
+    for onnx_name, e in ctx.entries.items():
+        if isinstance(e, Val) and e.name.isdigit() and e.name not in rename:
+            target = onnx_name
+            if target not in taken and target not in rename.values():
+                rename[e.name] = target
+                taken.add(target)
+    graph = _finish(ctx, outputs, rename, label)
+    guards = _guards_of(model, label)
+    return evolve(graph, guards=guards) if guards else graph
+
+
+def import_nodes(onnx, ctx: ImportContext, protos, consts: set, where) -> None:
+    """Convert ONNX node protos in order into ``ctx`` (the top graph, a subgraph, or an
+    inlined branch): every op type, nested subgraphs' included, must be claimed or folded."""
+    from .onnx_subgraph import nested_nodes
+
     nodes = []
-    for k, n in enumerate(g.node):
+    for k, n in enumerate(protos):
         label_n = f"node {k}"
         for text in (n.op_type, n.domain, n.name, *n.input, *n.output):
             _text(text, where(label_n))
         label_n = f"node {k} ({n.op_type}{' ' + repr(n.name) if n.name else ''})"
-        _check_arity(onnx, n, opset, where(label_n))
+        _check_arity(onnx, n, ctx.opset, where(label_n))
         attrs = {a.name: _attr_value(onnx, a, where(label_n)) for a in n.attribute}
         nodes.append(OnnxNode(n.op_type, list(n.input), list(n.output), attrs, n.name,
                               n.domain))
 
     rules = claimed_rules()
-    foldable = statically_constant(nodes, set(consts))
+    foldable = statically_constant(nodes, consts)
     unsupported: dict[str, int] = {}
-    for n in nodes:
+    for n in nested_nodes(nodes, foldable):
         key = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
-        if id(n) in foldable:
-            continue  # computed at import whatever its op type
         if n.domain not in ("", "ai.onnx") or (n.op_type not in BUILTIN_RULES
                                                and n.op_type not in rules
                                                and n.op_type not in SYMBOLIC_OPS):
@@ -947,31 +979,14 @@ def _convert(model, label: str) -> Graph:
             ctx.entries[out] = r
     ctx.current = None
 
-    # outputs
-    outputs = []
-    rename: dict[str, str] = {}
-    for vi in g.output:
-        e = ctx.entries.get(vi.name)
-        if e is None:
-            raise OnnxUnsupportedError(where(f"output {vi.name!r} is not produced"))
-        v = ctx.value(e)
-        outputs.append((vi.name, v))
-    # readable value names: a node output takes the ONNX name of the value it became
-    taken = set(ctx.values)
-    for onnx_name, e in ctx.entries.items():
-        if isinstance(e, Val) and e.name.isdigit() and e.name not in rename:
-            target = onnx_name
-            if target not in taken and target not in rename.values():
-                rename[e.name] = target
-                taken.add(target)
-    graph = _finish(ctx, outputs, rename, label)
-    guards = _guards_of(model, label)
-    return evolve(graph, guards=guards) if guards else graph
-
 
 def _fold_constant(onnx, ctx: ImportContext, n: OnnxNode, where, err=None) -> list:
     """Compute an all-constant node with onnx's reference implementation (any op type)."""
+    from .onnx_subgraph import graphs_of
+
     arrays = [ctx.const(i) if i else None for i in n.inputs]
+    if graphs_of(n) and err is not None:  # If/Loop/Scan fold through their own rules only:
+        raise OnnxUnsupportedError(where(str(err)))  # onnx.reference misreads one-node loops
     if any(a is None for a, i in zip(arrays, n.inputs) if i):
         raise OnnxUnsupportedError(where(str(err) if err is not None else
                                          f"{n.describe()}: {n.op_type} is only supported on "

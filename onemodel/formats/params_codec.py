@@ -16,6 +16,7 @@ DType.F32                {"$dtype": "f32"}
 {"k": v} (dict)          {"$dict": {"k": v}}
 slice(1, None, 2)        {"$slice": [1, null, 2]}
 Ellipsis                 {"$ellipsis": true}
+Graph (a subgraph)       {"$graph": {...}} (the manifest's graph form)
 =======================  ==========================================
 
 Index params (``__getitem__``) are tuples of ints, ``("slice", start, stop, step)`` tuples,
@@ -36,8 +37,10 @@ from ..errors import FormatError
 MAX_DEPTH = 32
 
 
-def encode(value: Any, where: str = "param", depth: int = 0) -> Any:
-    """The JSON form of one param value; FormatError naming ``where`` for what cannot be saved."""
+def encode(value: Any, where: str = "param", depth: int = 0, sub=None) -> Any:
+    """The JSON form of one param value; FormatError naming ``where`` for what cannot be saved.
+    ``sub(graph, where)`` writes a `Graph` (a subgraph param, ``$graph``; the file's writer
+    passes it, as a subgraph's arrays go into the file's data entries)."""
     if depth > MAX_DEPTH:
         raise FormatError(f"{where}: nested more than {MAX_DEPTH} levels deep")
     if value is None or isinstance(value, (bool, str)):
@@ -58,19 +61,24 @@ def encode(value: Any, where: str = "param", depth: int = 0) -> Any:
             return {"$float": "inf" if f > 0 else "-inf"}
         return f
     if isinstance(value, tuple):
-        return {"$tuple": [encode(v, where, depth + 1) for v in value]}
+        return {"$tuple": [encode(v, where, depth + 1, sub) for v in value]}
     if isinstance(value, list):
-        return [encode(v, where, depth + 1) for v in value]
+        return [encode(v, where, depth + 1, sub) for v in value]
     if isinstance(value, dict):
         for k in value:
             if not isinstance(k, str):
                 raise FormatError(f"{where}: dict keys must be strings, got {k!r}")
-        return {"$dict": {k: encode(v, f"{where}[{k!r}]", depth + 1) for k, v in value.items()}}
+        return {"$dict": {k: encode(v, f"{where}[{k!r}]", depth + 1, sub)
+                          for k, v in value.items()}}
     if isinstance(value, slice):
         return {"$slice": [encode(v, where, depth + 1) for v in (value.start, value.stop,
                                                                   value.step)]}
     if value is Ellipsis:
         return {"$ellipsis": True}
+    from ..core.graph import Graph
+
+    if isinstance(value, Graph) and sub is not None:
+        return {"$graph": sub(value, where)}
     sym = getattr(value, "expr", None)  # a SymInt left in params by mistake
     if sym is not None and isinstance(sym, (Dim, int)):
         return encode(sym, where, depth)
@@ -82,8 +90,9 @@ def encode(value: Any, where: str = "param", depth: int = 0) -> Any:
 _FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 
-def decode(obj: Any, where: str = "param", depth: int = 0) -> Any:
-    """The Python value of a JSON param; FormatError naming ``where`` for anything malformed."""
+def decode(obj: Any, where: str = "param", depth: int = 0, sub=None) -> Any:
+    """The Python value of a JSON param; FormatError naming ``where`` for anything malformed.
+    ``sub(body, where)`` reads a ``$graph`` (the file's reader passes it)."""
     if depth > MAX_DEPTH:
         raise FormatError(f"{where}: nested more than {MAX_DEPTH} levels deep")
     if obj is None or isinstance(obj, (bool, str, int)):
@@ -93,7 +102,7 @@ def decode(obj: Any, where: str = "param", depth: int = 0) -> Any:
             raise FormatError(f"{where}: non-finite numbers must be written as {{\"$float\": ...}}")
         return obj
     if isinstance(obj, list):
-        return [decode(v, where, depth + 1) for v in obj]
+        return [decode(v, where, depth + 1, sub) for v in obj]
     if isinstance(obj, dict):
         if len(obj) != 1:
             raise FormatError(f"{where}: an object param must have exactly one $-tag key, got "
@@ -102,7 +111,7 @@ def decode(obj: Any, where: str = "param", depth: int = 0) -> Any:
         if tag == "$tuple":
             if not isinstance(body, list):
                 raise FormatError(f"{where}: $tuple needs a list")
-            return tuple(decode(v, where, depth + 1) for v in body)
+            return tuple(decode(v, where, depth + 1, sub) for v in body)
         if tag == "$dim":
             if not isinstance(body, str) or len(body) > 1000:
                 raise FormatError(f"{where}: $dim needs a short string")
@@ -123,13 +132,17 @@ def decode(obj: Any, where: str = "param", depth: int = 0) -> Any:
         if tag == "$dict":
             if not isinstance(body, dict):
                 raise FormatError(f"{where}: $dict needs an object")
-            return {k: decode(v, f"{where}[{k!r}]", depth + 1) for k, v in body.items()}
+            return {k: decode(v, f"{where}[{k!r}]", depth + 1, sub) for k, v in body.items()}
         if tag == "$slice":
             if not isinstance(body, list) or len(body) != 3:
                 raise FormatError(f"{where}: $slice needs [start, stop, step]")
             return slice(*(decode(v, where, depth + 1) for v in body))
         if tag == "$ellipsis":
             return Ellipsis
+        if tag == "$graph":
+            if sub is None or not isinstance(body, dict):
+                raise FormatError(f"{where}: $graph needs an object, inside a OneModel file")
+            return sub(body, where)
         raise FormatError(f"{where}: unknown param tag {tag!r}")
     raise FormatError(f"{where}: unexpected JSON value {obj!r:.60}")
 

@@ -29,12 +29,13 @@ import os
 import stat
 import sys
 import threading
+from typing import Mapping
 
 import attrs
 import numpy as np
 
 from onemodel import cache as disk
-from onemodel.core.graph import format_param
+from onemodel.core.graph import Graph, format_param
 
 from . import _native, entry_file, plan_codec
 from .plan import NativePlan
@@ -91,7 +92,7 @@ def _canon(v) -> str:
     if isinstance(v, (tuple, list)):
         inner = ",".join(_canon(x) for x in v)
         return f"({inner})" if isinstance(v, tuple) else f"[{inner}]"
-    if isinstance(v, dict):
+    if isinstance(v, Mapping):  # a dict, or a Graph's frozen mappings (a subgraph param)
         return "{" + ",".join(f"{k!r}:{_canon(x)}" for k, x in v.items()) + "}"
     if attrs.has(type(v)):  # a record (an op's traits): its fields
         return f"{type(v).__qualname__}(" + ",".join(
@@ -150,7 +151,9 @@ def _named_ops(graph, ops) -> set:
     stack = [v for n in graph.nodes for v in n.params.values()]
     while stack:
         v = stack.pop()
-        if isinstance(v, str):
+        if isinstance(v, Graph):  # a subgraph param: its ops run too
+            found |= _named_ops(v, ops)
+        elif isinstance(v, str):
             if v in ops:
                 found.add(v)
         elif isinstance(v, (tuple, list, set, frozenset)):

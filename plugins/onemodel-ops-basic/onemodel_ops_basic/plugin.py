@@ -10,12 +10,13 @@ import attrs
 
 from onemodel.registry import OnnxSpec, hookimpl
 
-from . import (data_dependent, data_shaped, division, einsum, elementwise, elementwise_math,
-               factory, factory_more, gather_nd, index, index_more, linalg, linalg_more, logical,
+from . import (control_flow, data_dependent, data_shaped, division, einsum, elementwise,
+               elementwise_math, factory, factory_more, gather_nd, index, index_more, linalg, linalg_more, logical,
                matmul_t, predicates, reduce, reduce_more, scan, scatter, shape, shape_more, sort)
 from .passes import PASSES
 from .torch_names import TORCH
 
+from .onnx_control_flow import ONNX as _CONTROL_FLOW_ONNX
 from .onnx_elementwise_more import ONNX as _ELEMENTWISE_MORE_ONNX
 from .onnx_mapping import ONNX as _BASE_ONNX
 from .onnx_reduce_more import SPEC as _REDUCE_MORE_ONNX
@@ -24,7 +25,8 @@ from .onnx_compositions import RIDERS as _COMPOSITIONS
 from .onnx_quantized import IMPORTS as _QUANTIZED_IMPORTS
 from .onnx_shape_more import SPEC as _SHAPE_MORE_ONNX
 
-ONNX = {**_BASE_ONNX, **_REDUCE_MORE_ONNX, **_SHAPE_MORE_ONNX, **_ELEMENTWISE_MORE_ONNX}
+ONNX = {**_BASE_ONNX, **_REDUCE_MORE_ONNX, **_SHAPE_MORE_ONNX, **_ELEMENTWISE_MORE_ONNX,
+        **_CONTROL_FLOW_ONNX}
 
 
 def _ride(op: str, rules: dict) -> None:
@@ -45,7 +47,8 @@ def all_ops():
            *elementwise_math.OPS, *division.OPS, *logical.OPS,
            *data_dependent.OPS,
            *reduce_more.OPS, *scan.OPS, *sort.OPS, *shape_more.OPS, *index_more.OPS,
-           *factory_more.OPS, *linalg_more.OPS, *scatter.OPS, *einsum.OPS)
+           *factory_more.OPS, *linalg_more.OPS, *scatter.OPS, *einsum.OPS,
+           *control_flow.OPS)
     ops = (attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
     return tuple(attrs.evolve(op, torch=TORCH[op.name]) if op.name in TORCH else op for op in ops)
 
