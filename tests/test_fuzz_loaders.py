@@ -714,7 +714,6 @@ _BAD_ONNX = {
     "opset 0": dict(opset=0),
     "opset -5": dict(opset=-5),
     "opset 2^62": dict(opset=2 ** 62),
-    "negative dim_value": dict(dims=[-3, 4]),
     "dim_value 2^62": dict(dims=[2 ** 62, 4]),
     "two nodes define y": dict(nodes=[("Relu", ["x"], ["y"]), ("Neg", ["x"], ["y"])]),
     "a node redefines the input": dict(nodes=[("Relu", ["x"], ["x"]), ("Neg", ["x"], ["y"])]),

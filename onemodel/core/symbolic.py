@@ -2,17 +2,25 @@
 
 A `Dim` is kept in a canonical form (a sum of monomials with integer coefficients), so equal
 expressions compare equal and ``(batch*6)//batch`` simplifies to ``6``. Floor division and modulo
-that do not divide exactly become opaque atoms such as ``(seq//2)``. Constant expressions collapse
-to plain ints, so shapes hold ints wherever a size is fixed.
+that do not divide exactly become opaque atoms such as ``(seq//2)``, built from normalised
+operands so that equal quotients are one atom: multiples of the divisor move out
+(``(2*a + 3)//2`` is ``((a + 1)//2) + 1``), common factors cancel (``(f*1024 + 1024)//(f + 1)`` is
+``1024``), nested quotients merge (``((a//2) + 1)//3`` is ``((a + 2)//6)``). Every atom has a range
+(a symbolic axis runs from 1 to `MAX_SIZE`), so what the ranges decide is decided
+(``min(n, 2**40)`` is ``n``, ``(n - 1)//2**41`` is ``0``), and an expression whose range is one
+number is that number. Constant expressions collapse to plain ints, so shapes hold ints wherever
+a size is fixed.
 """
 from __future__ import annotations
 
 import ast
 import keyword
+import math
 import weakref
 from typing import Mapping, Union
 
 from ..errors import OneModelError
+from . import _sizepoly as poly
 
 DimLike = Union[int, "Dim"]
 
@@ -25,6 +33,9 @@ class SymbolicError(OneModelError, ValueError):
 #: sums (``(a+b+c)*(a+b+c)*...`` from a hostile file) would otherwise grow without bound
 MAX_TERMS = 4096
 
+#: the largest size an axis may have (what the loaders accept); a symbolic axis runs from 1 to it
+MAX_SIZE = 2 ** 40
+
 
 def _short(d) -> str:
     text = str(d)
@@ -34,13 +45,17 @@ def _short(d) -> str:
 class _Atom:
     """A leaf of a monomial: a symbol name, or an opaque ``a//b`` / ``a%b``."""
 
-    __slots__ = ("key", "op", "a", "b", "__weakref__")
+    __slots__ = ("key", "op", "a", "b", "range", "__weakref__")
 
     def __init__(self, key: str, op: str | None = None, a: "Dim | None" = None, b: DimLike = 0):
         self.key, self.op, self.a, self.b = key, op, a, b
+        self.range = _atom_range(op, a, b)
 
     def __copy__(self):
         return self  # immutable, and interned by key
+
+    def dim(self) -> "Dim":
+        return Dim({(self.key,): 1})
 
     def __deepcopy__(self, memo):
         return self
@@ -75,14 +90,53 @@ def _atom_dim(key: str, op: str | None = None, a=None, b=0) -> "Dim":
     return Dim({(atom.key,): 1})  # ``atom`` is alive here, so Dim() finds it
 
 
+def _atom_range(op, a, b) -> tuple:
+    if op is None:
+        return (1, MAX_SIZE)
+    ra, rb = value_range(a), value_range(b)
+    if op == "//":
+        return poly.iv_floordiv(ra, rb)
+    if op == "%":
+        return poly.iv_mod(ra, rb)
+    pick = min if op == "min" else max
+    return pick(ra[0], rb[0]), pick(ra[1], rb[1])
+
+
+def _opaque(op: str, a: "Dim", b: DimLike) -> DimLike:
+    """The atom ``a op b`` for normalised operands, or the number its range pins it to."""
+    lo, hi = _atom_range(op, a, b)
+    if lo == hi:
+        return int(lo)
+    sym = "//" if op == "//" else "%"
+    return _atom_dim(f"({_wrap(a)}{sym}{_wrap(b)})", op, a, b)
+
+
+def value_range(value: DimLike) -> tuple:
+    """``(lo, hi)`` that bound ``value`` at every size of its symbols (``-inf``/``inf`` where
+    unbounded). Sound, not tight: interval arithmetic forgets that two terms share a symbol."""
+    if not isinstance(value, Dim):
+        return (int(value), int(value))
+    if value._range is None:
+        lo = hi = 0
+        for m, c in value.terms:
+            r: tuple = (1, 1)
+            for key in m:
+                r = poly.iv_mul(r, _ATOMS[key].range)
+            tlo, thi = poly.iv_scale(r, c)
+            lo, hi = lo + tlo, hi + thi
+        value._range = (lo, hi)
+    return value._range
+
+
 class Dim:
     """A symbolic size. Build with ``Dim.symbol("batch")`` and arithmetic; never bool-able."""
 
-    __slots__ = ("terms", "_hash", "_atoms")
+    __slots__ = ("terms", "_hash", "_atoms", "_range")
 
     def __init__(self, terms: dict[tuple[str, ...], int]):
         self.terms = tuple(sorted((m, c) for m, c in terms.items() if c != 0))
         self._hash = hash(self.terms)
+        self._range = None
         # strong references to the atoms named in ``terms`` (the table only holds weak ones);
         # they are alive now: every key comes from an operand or from `_atom_dim`
         self._atoms = tuple(_ATOMS[k] for k in {k for m, _ in self.terms for k in m})
@@ -168,50 +222,21 @@ class Dim:
 
     __rmul__ = __mul__
 
-    def _exact_div(self, other: "Dim") -> "Dim | None":
-        if len(other.terms) != 1:
-            return Dim({(): 1}) if other.terms == self.terms else None
-        (dm, dc), = other.terms
-        out = {}
-        for m, c in self.terms:
-            rest = list(m)
-            for a in dm:
-                if a not in rest:
-                    return None
-                rest.remove(a)
-            if c % dc:
-                return None
-            out[tuple(rest)] = c // dc
-        return Dim(out)
-
     def __floordiv__(self, other: DimLike) -> DimLike:
         if not isinstance(other, (int, Dim)):
             return NotImplemented
-        o = Dim._of(other)
-        if o._norm() == 0:
-            raise SymbolicError(f"division of {self} by zero")
-        q = self._exact_div(o)
-        if q is not None:
-            return q._norm()
-        key = f"({_wrap(self)}//{_wrap(o._norm())})"
-        return _atom_dim(key, "//", self, o._norm())
+        return _floordiv(self, other)
 
     def __rfloordiv__(self, other: DimLike) -> DimLike:
-        return Dim._of(other) // self
+        return _floordiv(other, self)
 
     def __mod__(self, other: DimLike) -> DimLike:
         if not isinstance(other, (int, Dim)):
             return NotImplemented
-        o = Dim._of(other)
-        if o._norm() == 0:
-            raise SymbolicError(f"modulo of {self} by zero")
-        if self._exact_div(o) is not None:
-            return 0
-        key = f"({_wrap(self)}%{_wrap(o._norm())})"
-        return _atom_dim(key, "%", self, o._norm())
+        return _mod(self, other)
 
     def __rmod__(self, other: DimLike) -> DimLike:
-        return Dim._of(other) % self
+        return _mod(other, self)
 
     # -- min and max (exact slice lengths on symbolic axes) -----------------------------------
     @staticmethod
@@ -277,8 +302,8 @@ class Dim:
 
 
 def provably_nonneg(value: DimLike) -> bool:
-    """Whether ``value >= 0`` for every size of its symbols, knowing only that a symbolic axis
-    is at least 1 and that ``//``, ``%``, ``min`` and ``max`` of sizes are at least 0. A
+    """Whether ``value >= 0`` for every size of its symbols, knowing that a symbolic axis runs
+    from 1 to `MAX_SIZE` and the ranges of ``//``, ``%``, ``min`` and ``max`` that follow. A
     sufficient test (False means "not proven", not "negative")."""
     return _nonneg(value, 4)
 
@@ -286,16 +311,8 @@ def provably_nonneg(value: DimLike) -> bool:
 def _nonneg(value: DimLike, depth: int) -> bool:
     if not isinstance(value, Dim):
         return int(value) >= 0
-    low, ok = 0, True
-    for m, c in value.terms:
-        if m == ():
-            low += c
-        elif c < 0:
-            ok = False
-        elif all(_ATOMS[k].op is None for k in m):
-            low += c  # a product of axes is at least 1
-    if ok:
-        return low >= 0
+    if value_range(value)[0] >= 0:
+        return True
     if depth == 0:
         return False
     # one negative term bounded from above: b*(a//b) <= a, min(a, b) <= a (and <= b)
@@ -318,12 +335,151 @@ def _extremum(op: str, a: DimLike, b: DimLike) -> DimLike:
         return b if op == "min" else a
     if provably_nonneg(b - a):
         return a if op == "min" else b
+    lo, hi = _atom_range(op, a, b)
+    if lo == hi:
+        return int(lo)
     sa, sb = str(a), str(b)
     if (not isinstance(a, Dim), sa) > (not isinstance(b, Dim), sb):  # one atom for min(a, b)
         a, b, sa, sb = b, a, sb, sa                                 # and min(b, a); ints last
     key = f"{op}({sa}, {sb})"
     first = Dim._of(a)
     return _atom_dim(key, op, first, b)
+
+
+# -- floor division and modulo -----------------------------------------------------------------
+def _terms(d: DimLike) -> dict:
+    return dict(Dim._of(d).terms)
+
+
+def _split(a: "Dim", k: int) -> tuple:
+    """``a == k*q + r`` with every coefficient of ``r`` in ``[0, k)`` (``k > 0``)."""
+    q, r = {}, {}
+    for m, c in a.terms:
+        q[m], r[m] = divmod(c, k)
+    return Dim(q)._norm(), Dim(r)._norm()
+
+
+def _check_divisor(a, b, what: str) -> None:
+    if not isinstance(b, Dim) and int(b) == 0:
+        raise SymbolicError(f"{what} of {a} by zero")
+
+
+def _floordiv(a: DimLike, b: DimLike) -> DimLike:
+    _check_divisor(a, b, "division")
+    if not isinstance(a, Dim) and not isinstance(b, Dim):
+        return int(a) // int(b)
+    if not isinstance(b, Dim):
+        return _div_int(Dim._of(a), int(b))
+    a, b = _cancel(a, b)
+    if not isinstance(b, Dim):
+        return _floordiv(a, b)
+    q = poly.exact_quotient(_terms(a), dict(b.terms))
+    if q is not None:  # a/b is the polynomial q: floor(a/b) is floor(q*L)/L
+        den = math.lcm(*(c.denominator for c in q.values())) if q else 1
+        return _floordiv(Dim({m: int(c * den) for m, c in q.items()})._norm(), den)
+    if provably_nonneg(a) and provably_nonneg(b - a - 1):
+        return 0  # 0 <= a < b
+    merged = _merge_nested(a, b)
+    if merged is not None:
+        return merged
+    return _opaque("//", Dim._of(a), b)
+
+
+def _div_int(a: "Dim", k: int) -> DimLike:
+    if k < 0:  # floor(a/k) == floor(-a/-k)
+        a, k = Dim._of(-a), -k
+    q, r = _split(a, k)
+    if isinstance(r, Dim):
+        g = math.gcd(k, *(c for _, c in r.terms))  # floor(g*r/(g*k)) == floor(r/k)
+        r, k = Dim({m: c // g for m, c in r.terms})._norm(), k // g
+    if k == 1:
+        return q + r
+    if not isinstance(r, Dim):
+        return q + r // k
+    merged = _merge_nested(r, k)
+    if merged is not None:
+        return q + merged
+    return q + _opaque("//", r, k)
+
+
+def _merge_nested(a: "Dim", b: DimLike) -> DimLike | None:
+    """``((u//v) + s)//b`` as ``(u + s*v)//(v*b)``: floor(floor(x)/b) == floor(x/b) for an
+    integer ``b >= 1``, and ``(u//v) + s == (u + s*v)//v`` for an integer ``s``. None when ``a``
+    has no such quotient (the first one, with coefficient 1, is taken) or ``b`` may be < 1."""
+    if not isinstance(a, Dim) or isinstance(b, Dim) and not provably_nonneg(b - 1):
+        return None
+    for m, c in a.terms:
+        if c == 1 and len(m) == 1 and _ATOMS[m[0]].op == "//":
+            atom = _ATOMS[m[0]]
+            rest = a - Dim({m: 1})
+            return _floordiv(atom.a + rest * atom.b, atom.b * b)
+    return None
+
+
+def _cancel(a: DimLike, b: "Dim") -> tuple:
+    """``a`` and ``b`` over their common integer and monomial factors, with ``b``'s first
+    coefficient positive: floor and modulo keep their value up to that factor (see callers)."""
+    ta, tb = _terms(a), dict(b.terms)
+    sign = -1 if b.terms[0][1] < 0 else 1
+    g = poly.content([ta, tb]) * sign
+    common = poly.common_factor([ta, tb]) if ta and () not in ta else ()
+
+    def reduce(t: dict) -> DimLike:
+        out = {}
+        for m, c in t.items():
+            rest = list(m)
+            for key in common:
+                rest.remove(key)
+            out[tuple(rest)] = c // g
+        return Dim(out)._norm()
+
+    if g == 1 and not common:
+        return a, b
+    return reduce(ta), reduce(tb)
+
+
+def _common(a: DimLike, b: "Dim") -> DimLike:
+    """The factor `_cancel` takes out of ``a`` and ``b`` (``a % b == f * (a/f % b/f)``)."""
+    ta, tb = _terms(a), dict(b.terms)
+    sign = -1 if b.terms[0][1] < 0 else 1
+    f: DimLike = poly.content([ta, tb]) * sign
+    for key in (poly.common_factor([ta, tb]) if ta and () not in ta else ()):
+        f = f * _ATOMS[key].dim()
+    return f
+
+
+def _mod(a: DimLike, b: DimLike) -> DimLike:
+    _check_divisor(a, b, "modulo")
+    if not isinstance(a, Dim) and not isinstance(b, Dim):
+        return int(a) % int(b)
+    if not isinstance(b, Dim):
+        return _mod_int(Dim._of(a), int(b))
+    f = _common(a, b)
+    a, b = _cancel(a, b)  # (f*a) % (f*b) == f*(a % b)
+    if not isinstance(b, Dim):
+        return f * _mod(a, b)
+    q = poly.exact_quotient(_terms(a), dict(b.terms))
+    if q is not None and all(c.denominator == 1 for c in q.values()):
+        return 0
+    if provably_nonneg(a) and provably_nonneg(b - a - 1):
+        return f * a  # 0 <= a < b
+    return f * _opaque("%", Dim._of(a), b)
+
+
+def _mod_int(a: "Dim", k: int) -> DimLike:
+    if k < 0:  # a % k == -((-a) % -k)
+        return -_mod_int(Dim._of(-a), -k)
+    _, r = _split(a, k)  # (k*q + r) % k == r % k
+    if not isinstance(r, Dim):
+        return r % k
+    g = math.gcd(k, *(c for _, c in r.terms))  # (g*r) % (g*k) == g*(r % k)
+    r, k = Dim({m: c // g for m, c in r.terms})._norm(), k // g
+    if not isinstance(r, Dim):
+        return g * (r % k)
+    lo, hi = value_range(r)
+    if poly.INF not in (-lo, hi) and lo // k == hi // k:  # r//k is one number: r % k is exact
+        return g * (r - k * int(lo // k))
+    return g * _opaque("%", r, k)
 
 
 def _wrap(v: DimLike) -> str:

@@ -27,7 +27,7 @@ import numpy as np
 from ..core.dtype import DType
 from ..core.graph import Graph, Node, Value, as_graph
 from ..core.guards import Guard
-from ..core.symbolic import Dim, SymbolicError
+from ..core.symbolic import MAX_SIZE, Dim, SymbolicError
 from ..core.types import TensorType
 from ..errors import FormatError, GraphError, OneModelError
 from . import _json_scan, params_codec
@@ -47,7 +47,7 @@ MAX_MANIFEST_NESTING = 100  # params nest 32 levels (params_codec), 2 JSON level
 MAX_ENTRIES = 1_000_000
 MAX_NAME_CHARS = 1024
 MAX_RANK = 64
-MAX_DIM = 2 ** 40
+MAX_DIM = MAX_SIZE  # the one size range (onemodel.core.symbolic)
 MAX_DIM_TEXT = 1000
 DEFAULT_MAX_BYTES = 2 ** 40  # total initializer bytes a load accepts unless told otherwise
 MAX_DEFLATE_RATIO = 1100  # deflate cannot expand more than ~1032:1; more is a lying header

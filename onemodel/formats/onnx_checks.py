@@ -31,9 +31,12 @@ def check_model(onnx, model, label: str) -> None:
                 fail(f"{where} axis {axis} has size {d}; sizes run from 0 to {MAX_DIM}")
 
     def check_value_info(vi, where: str) -> None:
+        # a negative dim_value is an exporter's "unknown" (paddle2onnx writes -1; ONNX Runtime
+        # takes any size there): the import reads it as a symbolic axis
         if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape"):
             check_dims([d.dim_value for d in vi.type.tensor_type.shape.dim
-                        if d.HasField("dim_value")], f"{where} {vi.name!r:.80}")
+                        if d.HasField("dim_value") and d.dim_value >= 0],
+                       f"{where} {vi.name!r:.80}")
 
     defined: dict = {}
     for t in g.initializer:

@@ -865,7 +865,7 @@ def _convert(model, label: str) -> Graph:
             raise OnnxUnsupportedError(where(f"input {vi.name!r} has no shape (rank unknown)"))
         shape = []
         for axis, d in enumerate(tt.shape.dim):
-            if d.HasField("dim_value"):
+            if d.HasField("dim_value") and d.dim_value >= 0:  # negative: unknown
                 shape.append(int(d.dim_value))
             elif d.HasField("dim_param") and d.dim_param:
                 shape.append(ctx.symbol(_text(d.dim_param, where(f"input {vi.name!r} axis "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from onemodel.core import DType, Dim
+from onemodel.core.guards import require
 from onemodel.core.types import numel
 from onemodel.formats.onnx_lowering import (INT64_MAX, export_chain,
                                             export_elementwise, import_binary, import_unary,
@@ -573,6 +574,11 @@ def _export_index(ctx, node):
         ctx.make_node("Identity", [cur], outs)
 
 
+#: a fixed Slice bound this far out on a symbolic axis is an exporter's "to the end" (tf2onnx
+#: writes 1e9): it reads as the end, under a guard that the axis is no longer (sessions check it)
+_TO_THE_END = 10 ** 9
+
+
 def _onnx_bound(v, n, is_start, step):
     """A Slice bound as a Python slice bound for an axis of size n (ONNX clamping rules)."""
     if isinstance(v, Dim):
@@ -582,6 +588,9 @@ def _onnx_bound(v, n, is_start, step):
     if v <= -(2 ** 62):
         return None
     if isinstance(n, Dim):
+        if step > 0 and (v <= -_TO_THE_END if is_start else v >= _TO_THE_END):
+            require(n, abs(v), f"a Slice bound of {v} reads as the end of the axis")
+            return None
         return v
     if v < 0:
         v += n
