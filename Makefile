@@ -14,7 +14,7 @@ $(PY):
 
 # setuptools prints a notice box for every editable install (a UserWarning): quieted below
 $(STAMP): $(PY) pyproject.toml $(PLUGINS) $(EXAMPLES)
-	PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install --quiet -e ".[test,bench,ort]" \
+	PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install --quiet -e ".[test,bench,ort,ray]" \
 		$(foreach p,$(PLUGINS) $(EXAMPLES),-e $(dir $(p)))
 	touch $(STAMP)
 

@@ -201,6 +201,11 @@ def deploy(model: om.nn.NnModule, data: Dataset, out_dir: str, repeat: int = 30)
     sources = (("traced", traced), ("reloaded .onemodel", om.load(om_path)),
                ("reloaded .onnx", om.load_onnx(onnx_path)))
     runners = [("eager", "-", lambda: (eager, None))]
+
+    def start_default():  # what a user gets without naming a backend: backend="auto"
+        session = traced.create_session()
+        return (lambda x: session.run({"input": x})["output"].numpy()), session
+    runners.append(("traced (default)", "auto", start_default))
     for label, source in sources:
         for backend in om.backends():
             def start(source=source, backend=backend):
@@ -219,6 +224,8 @@ def deploy(model: om.nn.NnModule, data: Dataset, out_dir: str, repeat: int = 30)
     rows = []
     for label, backend, start in runners:
         run, session = start()
+        if backend == "auto":
+            backend = f"auto: {session.backend}"
         rows.append({"model": label, "backend": backend,
                      "threads": getattr(session, "threads", None),
                      "accuracy": _accuracy_of(run, data.x_test, data.y_test),
@@ -231,12 +238,12 @@ def deploy(model: om.nn.NnModule, data: Dataset, out_dir: str, repeat: int = 30)
 
 def print_table(rows: list[dict]) -> None:
     eager_1, eager_64 = rows[0]["batch 1 ms"], rows[0]["batch 64 ms"]
-    header = (f"{'model':<20} {'backend':<10} {'accuracy':>8} {'batch 1':>10} {'vs eager':>8} "
+    header = (f"{'model':<20} {'backend':<14} {'accuracy':>8} {'batch 1':>10} {'vs eager':>8} "
               f"{'batch 64':>10} {'vs eager':>8}")
     print(header)
     print("-" * len(header))
     for r in rows:
-        print(f"{r['model']:<20} {r['backend']:<10} {r['accuracy']:>8.3f} "
+        print(f"{r['model']:<20} {r['backend']:<14} {r['accuracy']:>8.3f} "
               f"{r['batch 1 ms']:>8.3f}ms {eager_1 / r['batch 1 ms']:>7.1f}x "
               f"{r['batch 64 ms']:>8.3f}ms {eager_64 / r['batch 64 ms']:>7.1f}x")
     same = len({round(r["accuracy"], 6) for r in rows}) == 1

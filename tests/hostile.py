@@ -109,7 +109,10 @@ def _snapshot(folders) -> dict:
 def guard(*watched, seconds: float = 20.0, allow_exec: bool = False):
     """Fail if the block writes, spawns, unpickles, execs or changes ``watched`` folders, or
     runs longer than ``seconds``. ``allow_exec``: a session compiles its plans (generated from
-    the graph, never from text in the file) with ``exec``."""
+    the graph, never from text in the file) with ``exec``. The compiled backend's on-disk plan
+    cache is off inside: writing it is a legitimate side effect, but the guard allows none."""
+    saved_cache = os.environ.get("ONEMODEL_CACHE")
+    os.environ["ONEMODEL_CACHE"] = "0"
     before = _snapshot(watched)
     record: list[str] = []
     alarm = threading.current_thread() is threading.main_thread()
@@ -125,6 +128,10 @@ def guard(*watched, seconds: float = 20.0, allow_exec: bool = False):
         pass
     finally:
         _state.record = None
+        if saved_cache is None:
+            os.environ.pop("ONEMODEL_CACHE", None)
+        else:
+            os.environ["ONEMODEL_CACHE"] = saved_cache
         if alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)

@@ -7,6 +7,8 @@ another language) for code that must not run, such as PyTorch snippets.
 from __future__ import annotations
 
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -45,7 +47,11 @@ def test_extractor_finds_blocks_and_skips_others(tmp_path):
 @pytest.mark.parametrize("path", DOC_FILES, ids=lambda p: str(p.relative_to(DOCS.parent)))
 def test_doc_python_blocks_run(path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    namespace = {"__name__": f"docs.{path.stem}"}
+    # the blocks run in a module that can be imported by name while they run, so a function
+    # they define pickles by reference (a process pool's worker function, in a forked worker)
+    module = types.ModuleType(f"docs.{path.stem}")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = module.__dict__
     rel = path.relative_to(DOCS.parent)
     for line_no, code in python_blocks(path):
         # blank lines in front keep the traceback's line numbers those of the .md file

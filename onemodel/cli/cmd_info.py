@@ -67,7 +67,20 @@ def describe(path: str) -> dict:
         "initializers": len(graph.initializers),
         "parameters": params,
         "parameter_bytes": nbytes,
+        "backend": _auto_backend(graph),
     }
+
+
+def _auto_backend(graph) -> str:
+    """What a session with the default ``backend="auto"`` would run the model on."""
+    from ..core.backend_choice import choose_backend
+    from ..errors import OneModelError
+    from ..registry import REGISTRY
+
+    try:
+        return str(choose_backend(graph, REGISTRY.tables().backends))
+    except OneModelError as exc:
+        return f"none ({exc})"
 
 
 def describe_any(path: str) -> dict:
@@ -141,4 +154,6 @@ def run(args) -> int:
     print("\n" + wrap_text(f"parameters: {d['parameters']:,} values, "
                            f"{human_bytes(d['parameter_bytes'])} ({d['parameter_bytes']:,} bytes) in "
                            f"{d['initializers']} initializers", " " * 4))
+    if d.get("backend"):
+        print("\n" + wrap_text(f"backend: {d['backend']}", " " * 4))
     return 0

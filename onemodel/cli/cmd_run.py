@@ -22,7 +22,8 @@ def add_parser(sub):
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
                    help="an input from a .npy file (repeat for several inputs)")
     p.add_argument("--output-dir", help="write each output to DIR/NAME.npy")
-    p.add_argument("--backend", default="numpy", help="backend name (default: numpy)")
+    p.add_argument("--backend", default="auto",
+                   help="backend name (default: auto, the fastest installed one)")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="the most threads the run may use, BLAS included (default: the "
                         "backend's own: numpy 1, threaded every core)")

@@ -19,6 +19,8 @@ SERVICES = {
     "load": "onemodel.formats",        # load(path) -> Graph (OneModel or ONNX, by content)
     "save": "onemodel.formats",        # save(graph, path): the OneModel format
     "save_onnx": "onemodel.formats",   # save_onnx(graph, path, opset=None)
+    "dumps": "onemodel.formats",       # dumps(graph) -> the OneModel file's bytes
+    "loads": "onemodel.formats",       # loads(bytes) -> Graph, checked as a file is
 }
 
 

@@ -2,7 +2,7 @@
 
 ::
 
-    session = om.Session(traced, backend="numpy", optimization="all")
+    session = om.Session(traced, optimization="all")  # backend="auto": the fastest installed
     outputs = session.run({"input": x})          # a read-only mapping of name -> Tensor
 
 Feeds are checked before anything runs (names, dtypes, ranks, fixed sizes, one size per symbolic
@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import OneModelError, SessionError
 from . import guards, layers
+from .backend_choice import AUTO, BackendChoice, choose_backend
 from .dtype import DType
 from .graph import Graph, as_graph
 from .symbolic import Dim, SymbolicError, evaluate
@@ -110,13 +111,14 @@ _FEED_CACHE = 64
 class Session:
     """A graph ready to run: optimised at ``optimization`` and compiled by ``backend``.
 
-    ``om.Session(traced_or_path, backend="numpy", optimization="all", threads=None,
-    **backend_options)``; ``disabled=`` names passes to skip. ``threads`` is the most threads
+    ``om.Session(traced_or_path, backend="auto", optimization="all", threads=None,
+    **backend_options)``; ``backend="auto"`` takes the fastest installed backend that runs the
+    graph (`backend_choice`), chosen once here; ``disabled=`` names passes to skip. ``threads`` is the most threads
     (cores) one run may use, BLAS included; None takes the backend's documented default
     (``session.threads`` says what it is). ``run`` may be called from several threads at once.
     """
 
-    def __init__(self, model: Any, backend: str = "numpy", optimization: str = "all",
+    def __init__(self, model: Any, backend: str = AUTO, optimization: str = "all",
                  threads: int | None = None, *, disabled: Sequence[str] = (),
                  **backend_options: Any) -> None:
         from ..registry import REGISTRY
@@ -125,6 +127,11 @@ class Session:
         threads = check_threads(threads)
         graph = _resolve_graph(model)
         table = REGISTRY.tables().backends
+        #: how ``backend="auto"`` chose (None when the backend was named)
+        self.backend_choice: BackendChoice | None = None
+        if backend == AUTO:
+            self.backend_choice = choose_backend(graph, table)
+            backend = self.backend_choice.chosen
         clash = REGISTRY.tables().clash("backends", backend)
         if clash is not None:
             raise OneModelError(f"backend {backend!r} is unavailable: {clash}")
@@ -138,6 +145,8 @@ class Session:
         self.backend = backend
         self.optimization = optimization
         self.optimized_graph = optimize(graph, optimization, disabled=disabled)
+        # what a pickled session needs to be made again (see `__reduce__`)
+        self._remake = (optimization, threads, tuple(disabled), dict(backend_options))
         bdef = table[backend]
         try:
             impl = bdef.create(threads=threads, **backend_options)
@@ -372,12 +381,48 @@ class Session:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def __reduce__(self):
+        """Pickle as the original graph's OneModel bytes and the settings: an unpickled session
+        is a new session on the same backend with the same optimization and options (what
+        process pools, Ray and Dask workers need); unpickling imports nothing but this module
+        and loads the bytes by `om.load`'s safe path."""
+        if self._closed:
+            raise SessionError("a closed session cannot be pickled; pickle the model (or an "
+                               "open session) instead")
+        optimization, threads, disabled, options = self._remake
+        for key, value in options.items():
+            if not _plain(value):
+                raise OneModelError(f"this session cannot be pickled: backend option {key!r} "
+                                    f"is a {type(value).__name__}; only numbers, strings, bools "
+                                    f"and None travel")
+        data = layers.service("dumps")(self.graph)
+        return (_session_from_bytes, (data, self.backend, optimization, threads, disabled,
+                                      options))
+
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         ins = ", ".join(map(str, self.inputs))
         outs = ", ".join(map(str, self.outputs))
-        return (f"Session(backend={self.backend!r}, optimization={self.optimization!r}, "
+        how = " (auto)" if self.backend_choice is not None else ""
+        return (f"Session(backend={self.backend!r}{how}, optimization={self.optimization!r}, "
                 f"threads={self.threads}, inputs=[{ins}], outputs=[{outs}], {state})")
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def _session_from_bytes(data: bytes, backend: str, optimization: str, threads: int | None,
+                        disabled: tuple, options: dict) -> "Session":
+    """Unpickling: a new Session over the model in ``data`` (OneModel bytes, loaded safely)."""
+    if not isinstance(data, bytes):
+        raise OneModelError(f"a pickled session must hold the model's bytes, got "
+                            f"{type(data).__name__}")
+    graph = layers.service("loads")(data)
+    return Session(graph, backend=backend, optimization=optimization, threads=threads,
+                   disabled=disabled, **options)
 
 
 def _dtype_name(dt: np.dtype) -> str:

@@ -2,7 +2,7 @@
 `load_onnx`). The ONNX modules import ``onnx`` only when used."""
 from __future__ import annotations
 
-from .onemodel_file import FORMAT_VERSION, load_graph, save_graph
+from .onemodel_file import FORMAT_VERSION, dumps, load_graph, loads, save_graph
 
 
 def save_onnx(graph, path, opset=None):
@@ -19,7 +19,7 @@ def load_onnx(path):
     return _load(path)
 
 
-__all__ = ["save_graph", "load_graph", "save_onnx", "load_onnx", "load", "save", "FORMAT_VERSION"]
+__all__ = ["save_graph", "load_graph", "dumps", "loads", "save_onnx", "load_onnx", "load", "save", "FORMAT_VERSION"]
 
 
 def load(path):
@@ -56,6 +56,8 @@ def _provide() -> None:
     layers.provide("load", load)
     layers.provide("save", save_graph)
     layers.provide("save_onnx", save_onnx)
+    layers.provide("dumps", dumps)
+    layers.provide("loads", loads)
 
 
 _provide()

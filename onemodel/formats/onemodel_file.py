@@ -201,6 +201,15 @@ def dumps(graph) -> bytes:
     return buf.getvalue()
 
 
+def loads(data: bytes) -> Graph:
+    """A Graph from a OneModel file's bytes (what `dumps` returns), checked as `load_graph`
+    checks a file."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise FormatError(f"loads: expected the bytes of a OneModel file, got "
+                          f"{type(data).__name__}")
+    return load_graph(io.BytesIO(bytes(data)))
+
+
 save = save_graph
 
 
@@ -672,4 +681,4 @@ def _no_constant(name: str):
 
 load = load_graph
 
-__all__ = ["save_graph", "load_graph", "save", "load", "dumps", "FORMAT_VERSION", "manifest_of"]
+__all__ = ["save_graph", "load_graph", "save", "load", "dumps", "loads", "FORMAT_VERSION", "manifest_of"]

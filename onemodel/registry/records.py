@@ -346,13 +346,26 @@ class KernelDef:
     override: bool = False
 
 
+def _not_reserved(name) -> None:
+    if name == "auto":
+        raise ValueError("the backend name 'auto' is reserved: it asks for the fastest "
+                         "installed backend")
+
+
 @attrs.frozen(kw_only=True)
 class BackendDef:
-    """An execution backend: ``create(**options)`` returns an object with ``compile(graph)``."""
+    """An execution backend: ``create(**options)`` returns an object with ``compile(graph)``.
 
-    name: str
+    ``auto_rank``: where ``backend="auto"`` (the default) tries it, highest first; None (the
+    default for a third party's backend) means it runs only when named. ``supports(graph)``
+    returns None when the backend can run the graph, else a sentence saying why not; auto then
+    passes it over (None: it runs every graph)."""
+
+    name: str = attrs.field(validator=lambda _s, _a, v: _not_reserved(v))
     create: Callable = attrs.field(validator=_is_callable)
     doc: str = ""
+    auto_rank: int | None = None
+    supports: Callable | None = attrs.field(default=None, validator=_optional_callable)
     provider: str | None = None
     override: bool = False
 

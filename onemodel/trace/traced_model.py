@@ -28,7 +28,8 @@ class TracedModel:
         return self.graph.output_names
 
     def __call__(self, *tensors):
-        """Run the graph (on the numpy backend); a Tensor, or a tuple for several outputs."""
+        """Run the graph (on a session with ``backend="auto"``, made at the first call); a
+        Tensor, or a tuple for several outputs."""
         names = self.input_names
         if len(tensors) != len(names):
             raise OneModelError(f"this model takes {len(names)} inputs ({', '.join(names)}), "
@@ -48,13 +49,14 @@ class TracedModel:
                       for n, t in feeds.items()}
             return {k: Tensor._wrap(v) for k, v in run_graph(self.graph, arrays).items()}
         if self._session is None:
-            self._session = Session(self, backend="numpy", optimization="all")
+            self._session = Session(self, optimization="all")
         return self._session.run(feeds)
 
-    def create_session(self, backend: str = "numpy", optimization: str = "all",
+    def create_session(self, backend: str = "auto", optimization: str = "all",
                        threads: int | None = None, **options):
-        """A `Session` over this graph; ``threads`` bounds the cores one run may use (BLAS
-        included; None: the backend's default)."""
+        """A `Session` over this graph; ``backend="auto"`` takes the fastest installed backend
+        that runs it; ``threads`` bounds the cores one run may use (BLAS included; None: the
+        backend's default)."""
         from ..core.session import Session
 
         return Session(self, backend=backend, optimization=optimization, threads=threads,
@@ -67,6 +69,11 @@ class TracedModel:
     def save_onnx(self, path: str | os.PathLike, opset: int | None = None) -> None:
         """Export to ONNX; symbolic axes become named dim_params."""
         layers.service("save_onnx")(self.graph, path, opset=opset)
+
+    def __reduce__(self):
+        """Pickle as the graph's OneModel bytes: unpickling loads them by `om.load`'s safe path
+        (no code from the payload), so a traced model travels to worker processes."""
+        return (_traced_from_bytes, (layers.service("dumps")(self.graph),))
 
     def close(self) -> None:
         if self._session is not None:
@@ -82,3 +89,11 @@ class TracedModel:
     def __repr__(self) -> str:
         ins = ", ".join(str(v) for v in self.graph.inputs)
         return f"<TracedModel ({ins}) -> {', '.join(self.output_names)}: {len(self.graph.nodes)} nodes>"
+
+
+def _traced_from_bytes(data: bytes) -> TracedModel:
+    """Unpickling: the TracedModel whose OneModel bytes are ``data``."""
+    if not isinstance(data, bytes):
+        raise OneModelError(f"a pickled TracedModel must hold the model's bytes, got "
+                            f"{type(data).__name__}")
+    return TracedModel(layers.service("loads")(data))

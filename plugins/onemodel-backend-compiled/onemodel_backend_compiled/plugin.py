@@ -9,6 +9,8 @@ from .backend import create
 @hookimpl
 def onemodel_backends():
     return (BackendDef(name="compiled", create=create,
+                       # auto prefers it: any op without a lowering runs on numpy in the plan
+                       auto_rank=100,
                        doc="Native packed kernels (GEMM/GEMV with fused epilogues, conv, "
                            "attention, layer norm, pointwise loops) run by one C call per "
                            "shape signature; ops without a lowering run on numpy between."),)

@@ -24,6 +24,7 @@ def create(**options) -> PlanBackend:
 @hookimpl
 def onemodel_backends():
     return (BackendDef(name="numpy", create=create,
+                       auto_rank=0,  # auto's last resort: it runs every graph
                        doc="Numpy on the calling thread: one generated function per shape "
                            "signature, buffers reused by liveness; threads=1 by default "
                            "(BLAS bounded to threads inside each run)."),)

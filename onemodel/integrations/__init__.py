@@ -1,0 +1,1 @@
+"""Bridges to other systems, each importing its library only when used (``onemodel[ray]``)."""
