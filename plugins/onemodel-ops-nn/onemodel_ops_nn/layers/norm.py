@@ -12,6 +12,27 @@ from onemodel.nn import NnModule, init
 from ._util import new_buffer, new_param, positive_int
 
 
+def register_running_stats(module: NnModule, num_features: int, track: bool, dtype) -> None:
+    """PyTorch's three buffers of a norm that tracks statistics (None each when it does not),
+    under torch's names, so its state_dict loads as it is."""
+    if track:
+        module.register_buffer("running_mean", new_buffer(0.0, (num_features,), dtype))
+        module.register_buffer("running_var", new_buffer(1.0, (num_features,), dtype))
+        module.register_buffer("num_batches_tracked",
+                               Tensor.from_numpy(np.zeros((), dtype=np.int64)))
+    else:
+        for name in ("running_mean", "running_var", "num_batches_tracked"):
+            module.register_buffer(name, None)
+
+
+def reset_running_stats(module: NnModule) -> None:
+    """Mean 0, variance 1, no batches counted (a module without the buffers is left alone)."""
+    if module.track_running_stats:
+        init.zeros_(module.running_mean)
+        init.ones_(module.running_var)
+        module.num_batches_tracked._data[...] = 0
+
+
 class BatchNorm2d(NnModule):
     """Batch normalisation over (N, C, H, W) per channel.
 
@@ -38,22 +59,11 @@ class BatchNorm2d(NnModule):
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean", new_buffer(0.0, (num_features,), dtype))
-            self.register_buffer("running_var", new_buffer(1.0, (num_features,), dtype))
-            self.register_buffer("num_batches_tracked",
-                                 Tensor.from_numpy(np.zeros((), dtype=np.int64)))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        register_running_stats(self, num_features, track_running_stats, dtype)
         self.reset_parameters()
 
     def reset_running_stats(self) -> None:
-        if self.track_running_stats:
-            init.zeros_(self.running_mean)
-            init.ones_(self.running_var)
-            self.num_batches_tracked._data[...] = 0
+        reset_running_stats(self)
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()

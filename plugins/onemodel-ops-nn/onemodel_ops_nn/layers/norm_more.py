@@ -6,14 +6,14 @@ import numbers
 
 import numpy as np
 
-from onemodel import Tensor, ops
+from onemodel import ops
 from onemodel.core import tracing_hooks
 from onemodel.errors import ArgumentError, TraceException
 from onemodel.nn import NnModule, init
 
 from ._checks import flag, momentum, non_negative
-from ._util import new_buffer, new_param, positive_int
-from .norm import BatchNorm2d
+from ._util import new_param, positive_int
+from .norm import BatchNorm2d, register_running_stats, reset_running_stats
 
 
 class BatchNorm1d(BatchNorm2d):
@@ -111,22 +111,11 @@ class _InstanceNorm(NnModule):
         self.affine, self.track_running_stats = affine, track_running_stats
         flag(name, "bias", bias)
         _affine_params(self, num_features, affine, bias, dtype)
-        if track_running_stats:
-            self.register_buffer("running_mean", new_buffer(0.0, (num_features,), dtype))
-            self.register_buffer("running_var", new_buffer(1.0, (num_features,), dtype))
-            self.register_buffer("num_batches_tracked",
-                                 Tensor.from_numpy(np.zeros((), dtype=np.int64)))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        register_running_stats(self, num_features, track_running_stats, dtype)
         self.reset_parameters()
 
     def reset_running_stats(self) -> None:
-        if self.track_running_stats:
-            init.zeros_(self.running_mean)
-            init.ones_(self.running_var)
-            self.num_batches_tracked._data[...] = 0
+        reset_running_stats(self)
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
