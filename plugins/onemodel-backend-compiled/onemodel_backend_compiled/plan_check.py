@@ -235,8 +235,9 @@ def _pool(c: _Ins) -> None:  # x, NC, H, W, kh, kw, sh, sw, ph, pw, Ho, Wo, out
     ho, wo = c.count(10, "Ho"), c.count(11, "Wo")
     for size, k, s, p, o, axis in ((h, kh, sh, ph, ho, "height"), (w, kw, sw, pw, wo, "width")):
         span = size + 2 * p - k
-        # floor mode, or ceil mode (whose last window starts inside the input)
-        if span < 0 or not span // s + 1 <= o <= -(-span // s) + 1:
+        # floor mode, or ceil mode (whose last window starts inside the input; a window
+        # longer than the padded input then gives one output, its taps clipped by the kernel)
+        if not max(span // s + 1, 1) <= o <= -(-span // s) + 1:
             c.fail(f"output {axis} {o} is not what a window of {k}, stride {s} and padding "
                    f"{p} give on {size}")
     c.flat(0, "x", nc * h * w)
