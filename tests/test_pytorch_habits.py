@@ -49,6 +49,9 @@ def test_every_axis_param_has_its_pytorch_spelling(x):
             alias = torch_name(pname)
             if alias is None or "axis" not in pname and "axes" not in pname:
                 continue
+            if alias in op.params:  # the op's own param has that name: no torch-facing op
+                assert op.torch is None, f"{op.name}: param {alias!r} hides torch's {pname!r}"
+                continue
             args = ([x, x],) if op.variadic else (x,) * len(op.inputs)
             inputs = {}
             if op.signature:  # another positional order (index_select(x, dim, index)): by name

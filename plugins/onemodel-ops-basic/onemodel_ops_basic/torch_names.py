@@ -45,4 +45,6 @@ TORCH = {
     "topk": "torch.topk", "transpose": "torch.transpose", "unbind": "torch.unbind",
     "unflatten": "torch.unflatten", "unique": "torch.unique", "unsqueeze": "torch.unsqueeze",
     "var": "torch.var", "where": "torch.where", "zeros_like": "torch.zeros_like",
+    # ONNX's If, Loop and Scan: torch writes control flow in Python, which a trace unrolls
+    "cond": None, "loop": None, "scan": None,
 }
