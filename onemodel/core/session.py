@@ -113,9 +113,10 @@ class Session:
 
     ``om.Session(traced_or_path, backend="auto", optimization="all", threads=None,
     **backend_options)``; ``backend="auto"`` takes the fastest installed backend that runs the
-    graph (`backend_choice`), chosen once here; ``disabled=`` names passes to skip. ``threads`` is the most threads
-    (cores) one run may use, BLAS included; None takes the backend's documented default
-    (``session.threads`` says what it is). ``run`` may be called from several threads at once.
+    graph (`backend_choice`), chosen once here; ``disabled=`` names passes to skip.
+    ``threads`` is the most threads (cores) one run may use, BLAS included; None takes the
+    backend's documented default (``session.threads`` says what it is). ``run`` may be called
+    from several threads at once.
     """
 
     def __init__(self, model: Any, backend: str = AUTO, optimization: str = "all",
