@@ -27,6 +27,8 @@ demo: $(STAMP)
 	@echo "  $(VENV)/bin/onemodel info demo-output/glyphs.onemodel"
 
 test: $(STAMP)
+	$(PY) -m ruff check --quiet .
+	$(PY) -m mypy
 	$(PY) -m pytest
 
 bench: $(STAMP)

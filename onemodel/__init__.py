@@ -22,7 +22,8 @@ from ._version import __version__  # noqa: E402
 _sys.modules[__name__ + ".ops"] = ops
 
 __all__ = ["DType", "GradMode", "Tensor", "tensor", "manual_seed", "ops", "registry", "nn", "optim",
-           "OneModelError", "ArgumentError", "OpError", "OpIndexError", "PluginError", "TraceException", "SessionError",
+           "OneModelError", "ArgumentError", "OpError", "OpIndexError", "PluginError", "TraceException",
+           "SessionError",
            "GraphError", "FormatError", "Tracer", "TracedModel", "trace", "load", "load_onnx", "save",
            "load_checkpoint", "Session", "SessionOutputs",
            "ValueInfo", "backends", "__version__"]

@@ -229,8 +229,8 @@ def deploy(model: om.nn.NnModule, data: Dataset, out_dir: str, repeat: int = 30)
         rows.append({"model": label, "backend": backend,
                      "threads": getattr(session, "threads", None),
                      "accuracy": _accuracy_of(run, data.x_test, data.y_test),
-                     "batch 1 ms": _median_ms(lambda: run(x1), repeat),
-                     "batch 64 ms": _median_ms(lambda: run(x64), max(repeat // 3, 3))})
+                     "batch 1 ms": _median_ms(lambda run=run: run(x1), repeat),
+                     "batch 64 ms": _median_ms(lambda run=run: run(x64), max(repeat // 3, 3))})
         if session is not None:
             session.close()
     return rows

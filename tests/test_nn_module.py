@@ -261,7 +261,7 @@ def test_state_dict_holds_params_and_persistent_buffers():
     # PyTorch's order: a module's own parameters, its own buffers, then its children
     assert list(sd) == ["block.scale", "block.count", "block.fc.weight", "block.fc.bias",
                         "head.1.weight", "head.1.bias"]
-    for key, value in sd.items():
+    for _key, value in sd.items():
         assert isinstance(value, Tensor) and not value.requires_grad
         assert isinstance(np.asarray(value), np.ndarray)
     assert np.asarray(sd["block.fc.weight"]).shape == (4, 3)

@@ -212,7 +212,7 @@ def test_interpolate_traces_over_symbolic_sizes():
 @pytest.mark.parametrize("op_type,mode", [("DepthToSpace", "DCR"), ("DepthToSpace", "CRD"),
                                           ("SpaceToDepth", None)])
 def test_depth_space_imports_match_onnxruntime(op_type, mode):
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     from onnx import TensorProto, helper
 

@@ -73,7 +73,7 @@ def _report_third_party(case, backend, foreign: dict[str, list[str]]) -> None:
         pytest.xfail(f"reads third-party import rules ({rules}): {type(exc).__name__}: {exc}")
     warnings.warn(ThirdPartyCase(f"{case.name} on {backend} passes with third-party import rules "
                                  f"({rules}); not pinned: tests/onnx_passing.txt is the "
-                                 f"project's own"))
+                                 f"project's own"), stacklevel=2)
 
 
 def test_pinned_cases_exist():

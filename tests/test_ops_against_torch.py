@@ -79,8 +79,9 @@ CASES = {
     "bmm": (lambda x, y: ops.bmm(x, y), lambda x, y: torch.bmm(x, y),
             [B, R.standard_normal((2, 4, 2))]),
     "outer": (lambda x, y: ops.outer(x, y), lambda x, y: torch.outer(x, y), [V, V[:3]]),
+    # (scatter: torch cannot differentiate a larger src)
     "scatter": (lambda x, s: x.scatter(0, Tensor.from_numpy(np.array([[2, 0, 1, 0]])), s),
-                lambda x, s: x.scatter(0, torch.tensor([[2, 0, 1, 0]]), s), [A, A[:1] + 5]),  # torch cannot differentiate a larger src
+                lambda x, s: x.scatter(0, torch.tensor([[2, 0, 1, 0]]), s), [A, A[:1] + 5]),
     "scatter_add": (lambda x, s: x.scatter_add(1, Tensor.from_numpy(IDX), s),
                     lambda x, s: x.scatter_add(1, torch.tensor(IDX), s), [A, A[:2] * 3]),
     "diag_build": (lambda x: ops.diag(x, -2), lambda x: torch.diag(x, -2), [V]),

@@ -9,12 +9,13 @@ import pytest
 
 import onemodel as om
 from onemodel.core import TensorType
-from onemodel.registry import OpDef, PluginError, Sample, hookimpl
+from onemodel.registry import OpDef, Sample, hookimpl
 from onemodel.registry.manager import Registry
 
 
 def _op(name, **kw):
-    return OpDef(name=name, inputs=("x",), kernel=lambda x: x * 3, infer=lambda t: TensorType(t.dtype, t.shape),
+    return OpDef(name=name, inputs=("x",), kernel=lambda x: x * 3,
+                 infer=lambda t: TensorType(t.dtype, t.shape),
                  vjp=lambda ctx, g: (g * 3,), samples=lambda rng: [Sample(args=(np.ones(2),))], **kw)
 
 
@@ -44,7 +45,8 @@ def _module(name, *ops):
 
 
 def _fake_registry(monkeypatch, eps):
-    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group=None: eps if group == "onemodel" else [])
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group=None: eps if group == "onemodel" else [])
     return Registry()
 
 
@@ -83,7 +85,8 @@ def test_hook_that_raises_is_reported(monkeypatch):
 
 
 def test_malformed_record_is_reported(monkeypatch):
-    reg = _fake_registry(monkeypatch, [_EP("junk", lambda: _module("junk", {"name": "x"}, _op("ok_op")), "junk-dist")])
+    reg = _fake_registry(monkeypatch, [_EP("junk", lambda: _module("junk", {"name": "x"}, _op("ok_op")),
+                                           "junk-dist")])
     with pytest.warns(RuntimeWarning):
         tables = reg.tables()
     assert "ok_op" in tables.ops
@@ -93,7 +96,8 @@ def test_malformed_record_is_reported(monkeypatch):
 
 def test_name_clash_names_both_plugins(monkeypatch):
     reg = _fake_registry(monkeypatch, [_EP("one", lambda: _module("one", _op("dup")), "one-dist"),
-                                       _EP("two", lambda: _module("two", _op("dup"), _op("other")), "two-dist")])
+                                       _EP("two", lambda: _module("two", _op("dup"), _op("other")),
+                                           "two-dist")])
     with pytest.warns(RuntimeWarning):
         tables = reg.tables()
     assert "dup" not in tables.ops and "other" in tables.ops

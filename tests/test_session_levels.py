@@ -22,7 +22,7 @@ ops = om.ops
 def _check(traced_or_graph, shape_of, sizes=(2, 5), rtol=2e-4, atol=2e-4):
     graph = getattr(traced_or_graph, "graph", traced_or_graph)
     sessions = {lvl: om.Session(graph, optimization=lvl) for lvl in LEVELS}
-    for lvl, s in sessions.items():
+    for s in sessions.values():
         s.optimized_graph.verify()
     rng = np.random.default_rng(5)
     for n in sizes:

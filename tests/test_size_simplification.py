@@ -1,7 +1,6 @@
 """Sizes that simplify end to end (issue 25): what the engine proves lets the next op accept a
 size, in a trace and in an ONNX import, checked against numpy and ONNX Runtime."""
 import numpy as np
-import pytest
 
 import onemodel as om
 from onemodel import DType, Tensor

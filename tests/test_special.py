@@ -1,7 +1,6 @@
 import math
 
 import numpy as np
-import pytest
 
 from onemodel.core.special import erf
 

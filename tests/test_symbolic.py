@@ -15,7 +15,8 @@ def test_canonical_and_simplified():
     assert str((s + 1) // 2) == "((seq + 1)//2)"
 
 
-@pytest.mark.parametrize("expr", ["batch*2", "batch*seq - 3", "(seq//2)*batch + 1", "((seq + 1)%2)", "-batch"])
+@pytest.mark.parametrize("expr", ["batch*2", "batch*seq - 3", "(seq//2)*batch + 1", "((seq + 1)%2)",
+                                  "-batch"])
 def test_parse_round_trip(expr):
     d = Dim.parse(expr)
     assert str(d) == expr

@@ -5,7 +5,7 @@ import pytest
 
 import onemodel as om
 from onemodel import DType, Tensor
-from onemodel.errors import ArgumentError, OneModelError, TraceException
+from onemodel.errors import OneModelError, TraceException
 
 
 @pytest.fixture

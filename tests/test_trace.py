@@ -231,7 +231,7 @@ def test_printed_graph_is_stable():
 
 
 def test_graph_verify_catches_problems():
-    from onemodel.core.graph import Graph, Node
+    from onemodel.core.graph import Node
 
     g = om.trace(lambda x: (x + 1.0).relu(), ex(4, 3), "batch", None).graph
     g.verify()

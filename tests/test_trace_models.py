@@ -65,7 +65,8 @@ LAYERS = {
     "Sequential": (lambda: nn.Sequential(nn.Linear(6, 5), nn.Tanh()), (4, 6), ("batch", None)),
     "MultiheadAttention": (lambda: Batched(nn.MultiheadAttention(8, 2, batch_first=True),
                                            lambda m, x: m(x, x, x)[0]), (5, 6, 8), ("batch", "seq", None)),
-    "TransformerEncoderLayer": (lambda: nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True),
+    "TransformerEncoderLayer": (lambda: nn.TransformerEncoderLayer(8, 2, dim_feedforward=16,
+                                                                   batch_first=True),
                                 (5, 6, 8), ("batch", "seq", None)),
 }
 

@@ -425,7 +425,8 @@ def test_slice_past_the_example_on_a_symbolic_axis_is_not_refused():
 def test_record_time_reshape_refusal_names_the_int_line_and_axis():
     # 6 columns cannot make rows of 4: refused while recording, and the 4 (equal to the example
     # batch) is named with its line, in case the batch was meant
-    with pytest.raises(TraceException, match=r"ops\.reshape (cannot be recorded|fails on the example)") as info:
+    refused = r"ops\.reshape (cannot be recorded|fails on the example)"
+    with pytest.raises(TraceException, match=refused) as info:
         om.trace(lambda x: x.reshape(x.shape[0], 4, -1), randn(4, 6), "batch", None)
     text = str(info.value)
     assert "the int 4 passed to ops.reshape at" in text and "test_trace_trust.py" in text
@@ -459,7 +460,8 @@ def test_threads_trace_at_once_without_touching_each_other():
         try:
             barrier.wait()
             for i in range(10):
-                model = om.trace(lambda v: v * float(k) + float(i), randn(4, 3), "batch", None)
+                model = om.trace(lambda v: v * float(k) + float(i),  # noqa: B023 - traced now
+                                 randn(4, 3), "batch", None)
                 results[(k, i)] = model(Tensor.ones(F32, 2, 3)).numpy()
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)

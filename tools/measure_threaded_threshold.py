@@ -156,7 +156,7 @@ def main(argv=None) -> int:
         rows.append((cost, par / seq))
         print(f"| {width} | {cost / 1e6:.2f} | {seq * 1e6:.1f} µs | {par * 1e6:.1f} µs | "
               f"{par / seq:.2f} |")
-    for cost, ratio in rows:  # the smallest cost from which parallel is never slower
+    for cost, _ratio in rows:  # the smallest cost from which parallel is never slower
         if all(r <= 1.0 for c, r in rows if c >= cost):
             breakeven = cost
             break

@@ -13,7 +13,7 @@ class CliInputError(OneModelError):
 
 
 def check_model_path(path: str) -> str:
-    if not os.path.splitext(path)[1].lower() in EXTENSIONS:
+    if os.path.splitext(path)[1].lower() not in EXTENSIONS:
         raise CliInputError(f"{path}: expected a .onemodel or .onnx file")
     if not os.path.exists(path):
         raise FileNotFoundError(2, "No such file or directory", path)

@@ -33,7 +33,8 @@ Python process per backend, importing onemodel, loading the file, creating the s
 first run, over a new, empty on-disk cache; when the backend stored something there (its
 lowered plans), a second fresh process is timed too ("cached"). When onnxruntime is installed
 the model also runs there (with 1 and with --threads intra-op threads, every graph
-optimisation on); a .onemodel file is exported to ONNX for it first. Each session runs with its own thread setting, as in `make demo` and the
+optimisation on); a .onemodel file is exported to ONNX for it first. Each session runs with its
+own thread setting, as in `make demo` and the
 benchmark suite: --threads N for every backend, else each backend's default (numpy 1,
 threaded every core), BLAS bounded inside each run; the output says which.
 """

@@ -144,7 +144,8 @@ def describe(name: str) -> dict:
 def details(name: str) -> str:
     d = describe(name)
     op = registry.get_op(name)
-    fields = [("plugin", d["provider"]), ("torch", torch_names(op)), ("gradient", "yes" if d["gradient"] else "no"),
+    fields = [("plugin", d["provider"]), ("torch", torch_names(op)),
+              ("gradient", "yes" if d["gradient"] else "no"),
               ("traceable", _traceable(op)), ("ONNX", _onnx(op)),
               ("kernels", ", ".join(d["kernels"]) or "- (the reference kernel on every backend)")]
     if d["methods"]:

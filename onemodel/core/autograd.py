@@ -66,7 +66,6 @@ def _topological(root_node: GradNode) -> list[GradNode]:
 
 
 def backward(root, grad: np.ndarray, retain_graph: bool = False) -> None:
-    from .tensor import Tensor
 
     node0 = root._node
     if node0 is None:  # a leaf: its gradient is the seed itself

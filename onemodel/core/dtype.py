@@ -88,7 +88,7 @@ class DTypeError(OneModelError, TypeError):
     """An unsupported or mismatched element type."""
 
 
-_TO_NUMPY = {
+_TO_NUMPY: dict[DType, np.dtype] = {
     DType.F16: np.dtype(np.float16), DType.F32: np.dtype(np.float32),
     DType.F64: np.dtype(np.float64), DType.I8: np.dtype(np.int8), DType.I16: np.dtype(np.int16),
     DType.I32: np.dtype(np.int32), DType.I64: np.dtype(np.int64), DType.U8: np.dtype(np.uint8),

@@ -58,7 +58,7 @@ _SCALARS = (bool, int, str, type(None), type(Ellipsis), DType)
 def key(op, args: tuple, kwargs: dict, slots: list) -> tuple:
     """The call's signature; tensors and arrays met on the way are appended to ``slots`` (their
     dtype and shape are in the key, their identity pattern too: ``x * x`` is not ``x * y``)."""
-    parts = [id(op)]
+    parts: list[Any] = [id(op)]
     tensor = _tensor_class()
     for a in args:
         if type(a) is tensor:  # the common case, inlined
@@ -140,7 +140,7 @@ def store(k: tuple, op, slots: list, inputs: list, params: dict, out_types, mult
 def _sources(slots: list, inputs: list):
     """Where each bound input came from, or None when that cannot be replayed."""
     used = [False] * len(slots)
-    out = []
+    out: list[Any] = []
     for t in inputs:
         if t is None:
             out.append(None)
@@ -168,7 +168,7 @@ def inputs_of(entry: Entry, slots: list) -> list:
     if entry.direct:
         return [slots[k] for k in entry.direct]
     Tensor = _tensor_class()
-    out = []
+    out: list[Any] = []
     for src in entry.sources:
         if src is None:
             out.append(None)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import GraphError, OneModelError
 from .dtype import DType
-from .symbolic import Dim, format_shape
+from .symbolic import Dim
 from .types import TensorType, same_dim
 
 
@@ -42,14 +42,19 @@ def _freeze_params(params: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(params))
 
 
+def _as_tuple(items: Iterable[Any]) -> tuple:
+    """The fields' converter (a plain ``tuple`` converter types as ``Iterable[_T_co]`` in mypy)."""
+    return tuple(items)
+
+
 @attrs.frozen
 class Node:
     """One op application: input value names (None for an absent optional input), output value
     names, static params, and the user's source line recorded by the trace."""
 
     op: str
-    inputs: tuple = attrs.field(converter=tuple)
-    outputs: tuple = attrs.field(converter=tuple)
+    inputs: tuple = attrs.field(converter=_as_tuple)
+    outputs: tuple = attrs.field(converter=_as_tuple)
     params: Mapping[str, Any] = attrs.field(factory=dict, converter=_freeze_params)
     source: str | None = attrs.field(default=None, eq=False)
 
@@ -80,13 +85,13 @@ class Graph:
     """A static graph: named inputs, initializers (constants), nodes in topological order, and
     outputs as (output name, value name) pairs."""
 
-    inputs: tuple = attrs.field(converter=tuple)  # tuple[Value]
-    nodes: tuple = attrs.field(converter=tuple)  # tuple[Node]
-    outputs: tuple = attrs.field(converter=tuple)  # tuple[tuple[str, str]]
+    inputs: tuple = attrs.field(converter=_as_tuple)  # tuple[Value]
+    nodes: tuple = attrs.field(converter=_as_tuple)  # tuple[Node]
+    outputs: tuple = attrs.field(converter=_as_tuple)  # tuple[tuple[str, str]]
     values: Mapping[str, Value] = attrs.field(converter=_freeze_params)  # every value's type
     initializers: Mapping[str, np.ndarray] = attrs.field(factory=dict, converter=_freeze_params)
     #: `onemodel.core.guards.Guard`s: size conditions the graph is valid under (sessions check)
-    guards: tuple = attrs.field(default=(), converter=tuple)
+    guards: tuple = attrs.field(default=(), converter=_as_tuple)
 
     # -- lookups -------------------------------------------------------------------------------
     @property

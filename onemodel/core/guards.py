@@ -59,7 +59,8 @@ class Guard:
 def require(left: DimLike, right: DimLike, reason: str) -> None:
     """Inference's way to say "this result holds only while ``left <= right``". Nothing is
     recorded when it is provable (symbolic axes are at least 1); otherwise the active collector
-    (a trace or an ONNX import, see `start`) keeps it. Outside a collector it is a no-op: a graph carries its own guards."""
+    (a trace or an ONNX import, see `start`) keeps it. Outside a collector it is a no-op: a graph
+    carries its own guards."""
     if provably_nonneg(right - left):
         return
     bucket = getattr(_sink, "guards", None)

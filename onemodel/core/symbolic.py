@@ -17,7 +17,7 @@ import ast
 import keyword
 import math
 import weakref
-from typing import Mapping, Union
+from typing import Any, Mapping, Union
 
 from ..errors import OneModelError
 from . import _sizepoly as poly
@@ -46,6 +46,7 @@ class _Atom:
     """A leaf of a monomial: a symbol name, or an opaque ``a//b`` / ``a%b``."""
 
     __slots__ = ("key", "op", "a", "b", "range", "__weakref__")
+    a: Any  # the Dim operand; None only for a symbol (op None), which never reads it
 
     def __init__(self, key: str, op: str | None = None, a: "Dim | None" = None, b: DimLike = 0):
         self.key, self.op, self.a, self.b = key, op, a, b
@@ -136,7 +137,7 @@ class Dim:
     def __init__(self, terms: dict[tuple[str, ...], int]):
         self.terms = tuple(sorted((m, c) for m, c in terms.items() if c != 0))
         self._hash = hash(self.terms)
-        self._range = None
+        self._range: tuple[int, int] | None = None
         # strong references to the atoms named in ``terms`` (the table only holds weak ones);
         # they are alive now: every key comes from an operand or from `_atom_dim`
         self._atoms = tuple(_ATOMS[k] for k in {k for m, _ in self.terms for k in m})
@@ -402,7 +403,7 @@ def _div_int(a: "Dim", k: int) -> DimLike:
     return q + _opaque("//", r, k)
 
 
-def _merge_nested(a: "Dim", b: DimLike) -> DimLike | None:
+def _merge_nested(a: DimLike, b: DimLike) -> DimLike | None:
     """``((u//v) + s)//b`` as ``(u + s*v)//(v*b)``: floor(floor(x)/b) == floor(x/b) for an
     integer ``b >= 1``, and ``(u//v) + s == (u + s*v)//v`` for an integer ``s``. None when ``a``
     has no such quotient (the first one, with coefficient 1, is taken) or ``b`` may be < 1."""

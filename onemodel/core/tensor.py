@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArgumentError, OneModelError, OpError
-from ..registry import REGISTRY, get_op
+from ..registry import REGISTRY
 from . import autograd, foreign, tensor_habits, tracing_hooks
 from .dispatch import apply
 from .dtype import DType
@@ -445,8 +445,8 @@ class Tensor(metaclass=TensorMeta):
     def __le__(self, o): return self._op("__le__", o)
     def __gt__(self, o): return self._op("__gt__", o)
     def __ge__(self, o): return self._op("__ge__", o)
-    def __eq__(self, o): return self._op("__eq__", o)  # type: ignore[override]
-    def __ne__(self, o): return self._op("__ne__", o)  # type: ignore[override]
+    def __eq__(self, o): return self._op("__eq__", o)
+    def __ne__(self, o): return self._op("__ne__", o)
     __hash__ = object.__hash__
 
     def __iadd__(self, o): return self._inplace(_protocol_op("__add__"), (o,), {}, "__iadd__")
@@ -497,7 +497,7 @@ def _normalize_index(key) -> tuple:
     """A canonical, serialisable index: ints, ("slice", start, stop, step), None, "..."."""
     if not isinstance(key, tuple):
         key = (key,)
-    out = []
+    out: list[Any] = []
     for k in key:
         if k is None or k is Ellipsis:
             out.append(None if k is None else "...")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import types
 import weakref
 
 _state = threading.local()
@@ -77,7 +78,7 @@ def _internal(module: str) -> bool:
 
 def user_frame() -> str | None:
     """``file:line`` of the innermost frame outside OneModel and its plugins, or None."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         if not _internal(frame.f_globals.get("__name__") or ""):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"

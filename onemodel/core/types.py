@@ -10,12 +10,17 @@ from .dtype import DType
 from .symbolic import Dim, DimLike, format_shape
 
 
+def _as_tuple(items) -> tuple:
+    """The shape converter (a plain ``tuple`` converter types as ``Iterable[_T_co]`` in mypy)."""
+    return tuple(items)
+
+
 @attrs.frozen
 class TensorType:
     """What inference knows of a tensor: its dtype and a shape of ints and `Dim` expressions."""
 
     dtype: DType
-    shape: tuple = attrs.field(converter=tuple)
+    shape: tuple = attrs.field(converter=_as_tuple)
 
     @property
     def ndim(self) -> int:

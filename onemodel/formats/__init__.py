@@ -19,7 +19,8 @@ def load_onnx(path):
     return _load(path)
 
 
-__all__ = ["save_graph", "load_graph", "dumps", "loads", "save_onnx", "load_onnx", "load", "save", "FORMAT_VERSION"]
+__all__ = ["save_graph", "load_graph", "dumps", "loads", "save_onnx", "load_onnx", "load", "save",
+           "FORMAT_VERSION"]
 
 
 def load(path):

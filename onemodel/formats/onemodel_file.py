@@ -472,7 +472,7 @@ def _parse_graph(r: _Reader, manifest: dict, entries: Mapping[str, zipfile.ZipIn
         if not isinstance(op, str) or not _OP_NAME.match(op):
             raise r.fail(where, f"op name {op!r:.60} is malformed")
         where = f"graph.nodes[{k}] ({op})"
-        ins = []
+        ins: list[Any] = []
         for j, name in enumerate(r.lst(x["inputs"], f"{where}.inputs")):
             if name is None:
                 ins.append(None)

@@ -67,7 +67,7 @@ from .._version import __version__
 
 import os
 import re
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -215,7 +215,7 @@ class ExportContext:
         out_t = infer(rec, list(input_types), params)
         out_t = list(out_t) if isinstance(out_t, (tuple, list)) else [out_t]
         self.lowered_types = out_t
-        in_names = []
+        in_names: list[Any] = []
         for name, t in zip(inputs, input_types):
             if not name:
                 in_names.append(None)

@@ -39,8 +39,8 @@ Each ONNX node becomes the OneModel ops it names, nothing more: decomposed patte
 (erf-based GELU, the ReduceMean/Sub/Pow/... layer norm, MatMul + Add) are recognised afterwards by
 the plugins' passes marked ``on_load``, which `from_onnx` runs on the imported graph (`recognise`).
 Symbolic ``dim_param`` axes of the graph inputs become symbolic sizes of the same names;
-``Shape``/``Gather``/``Concat``... chains over them are evaluated symbolically, so a ``Reshape`` to ``[batch, -1]`` imports as ``reshape`` with a
-symbolic shape param.
+``Shape``/``Gather``/``Concat``... chains over them are evaluated symbolically, so a ``Reshape``
+to ``[batch, -1]`` imports as ``reshape`` with a symbolic shape param.
 """
 from __future__ import annotations
 
@@ -656,7 +656,7 @@ def _try_symbolic(ctx: ImportContext, node: OnnxNode):
     if not any(isinstance(e, Sym) for e in entries):
         return None
     arrays = []
-    for i, e in zip(node.inputs, entries):
+    for _i, e in zip(node.inputs, entries):
         if e is None:
             arrays.append(None)
             continue

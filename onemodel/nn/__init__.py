@@ -12,7 +12,9 @@ from . import functional, init, utils
 from .module import IncompatibleKeys, NnModule, StateDictError
 from .parameter import Parameter
 
-_CORE = ["NnModule", "Parameter", "StateDictError", "IncompatibleKeys", "init", "functional", "utils"]
+# the layers are not listed: they come from the plugins, through __getattr__
+__all__ = ["NnModule", "Parameter", "StateDictError", "IncompatibleKeys", "init", "functional", "utils"]
+_CORE = list(__all__)
 
 
 def __getattr__(name: str):
@@ -35,5 +37,3 @@ def __getattr__(name: str):
 def __dir__():
     return sorted(set(_CORE) | {"module", "parameter"} | set(REGISTRY.tables().modules))
 
-
-__all__ = list(_CORE)

@@ -2,7 +2,7 @@
 small queries (constants, single consumers, params without symbols)."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 

@@ -89,9 +89,9 @@ class _Substitute(ast.NodeTransformer):
 def substitute(tree: ast.expr, mapping: Mapping[str, Any]) -> ast.expr:
     """``tree`` with each name in ``mapping`` replaced: by a number (a param's value), a name
     (str) or another tree (composing formulas)."""
-    nodes = {}
+    nodes: dict[str, ast.expr] = {}
     for k, v in mapping.items():
-        if isinstance(v, ast.AST):
+        if isinstance(v, ast.expr):
             nodes[k] = v
         elif isinstance(v, str):
             nodes[k] = ast.Name(id=v, ctx=ast.Load())

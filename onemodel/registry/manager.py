@@ -199,9 +199,10 @@ class Registry:
                             f"expected {record_type.__name__}, got {type(rec).__name__} ({rec!r:.80})",
                             plugin=pname, distribution=info.distribution))
                         continue
-                    rec = attrs.evolve(rec, provider=info.label)
+                    rec = attrs.evolve(rec, provider=info.label)  # type: ignore[misc]
                     collected[hook_name].append((pname, rec))
-                    label = getattr(rec, "name", None) or f"{rec.op}@{rec.backend}"
+                    label = getattr(rec, "name", None) or \
+                        f"{getattr(rec, 'op', '')}@{getattr(rec, 'backend', '')}"
                     info.contributes.setdefault(hook_name.removeprefix("onemodel_"), []).append(label)
 
         clashes: dict[str, dict[Any, PluginError]] = {}
@@ -317,6 +318,7 @@ class Registry:
 
     def unregister(self, plugin_or_name: object) -> None:
         with self._lock:
+            name: str | None
             if isinstance(plugin_or_name, str):
                 plugin = self._pm.get_plugin(plugin_or_name)
                 name = plugin_or_name
@@ -325,7 +327,8 @@ class Registry:
                 name = self._pm.get_name(plugin)
             if plugin is not None:
                 self._pm.unregister(plugin)
-            self._infos.pop(name, None)
+            if name is not None:
+                self._infos.pop(name, None)
             self._changed()
 
     def on_change(self, callback) -> None:

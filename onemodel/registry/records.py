@@ -119,7 +119,7 @@ class Pointwise:
         tree = _f.parse(text, names + tuple(params))
         values = {}
         for name in _f.free_names(tree) - set(names):
-            value = params.get(name)
+            value: Any = params.get(name)
             if not _f.is_number(value):
                 return None
             values[name] = float(value) if not isinstance(value, int) else int(value)

@@ -109,7 +109,7 @@ def check_model(backend: str, name: str, levels: Iterable[str] = LEVELS, *,
                          f"{next(iter(f.values())).shape[0]}", rtol, atol)
             errors: list[BaseException] = []
 
-            def worker(f=feeds[-1], want=wants[-1]):
+            def worker(f=feeds[-1], want=wants[-1], level=level, errors=errors):
                 try:
                     for _ in range(3):
                         _compare(session.run(f), want, f"{subject} at {level} from two threads",

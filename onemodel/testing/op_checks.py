@@ -14,6 +14,8 @@ skipped with the reason) or raises `OpCheckError` naming the op, the sample and 
 """
 from __future__ import annotations
 
+from typing import Any
+
 import functools
 
 import numpy as np
@@ -170,7 +172,7 @@ def check_trace(op: OpDef, sample: Sample, *, rtol: float = 1e-5, atol: float = 
         traced_inputs = []
         for a in sample_tensors(sample):
             group = a if isinstance(a, list) else [a]
-            replaced = []
+            replaced: list[Any] = []
             for t in group:
                 if t is None:
                     replaced.append(None)

@@ -3,7 +3,7 @@ knows a sample's ``args`` are in the op's *input* order (a list for a variadic i
 absent optional one) and its ``params`` are keywords."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -24,7 +24,7 @@ def _as(a, dtype) -> np.ndarray:
 
 def sample_arrays(sample: Sample, dtype=None) -> list:
     """The sample's inputs as fresh numpy arrays (a list of them for a variadic input)."""
-    out = []
+    out: list[Any] = []
     for a in sample.args:
         if a is None:
             out.append(None)
@@ -95,7 +95,8 @@ def sample_graph(op: OpDef, sample: Sample, dtype=None, *,
         return None
     outs = output_types(op, inputs, params)
     gb = GraphBuilder()
-    names, feeds = [], {}
+    names: list[str | None] = []
+    feeds = {}
     for j, t in enumerate(inputs):
         if t is None:
             names.append(None)

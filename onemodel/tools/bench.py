@@ -171,7 +171,7 @@ def cold_start(model_path: str | os.PathLike, backend: str, feeds: Mapping[str, 
 
     with tempfile.TemporaryDirectory() as tmp:
         npz = os.path.join(tmp, "feeds.npz")
-        np.savez(npz, **dict(feeds))
+        np.savez(npz, **dict(feeds))  # type: ignore[arg-type]  # numpy's stub types allow_pickle
         proc = subprocess.run([sys.executable, "-c", _COLD_SCRIPT, os.fspath(model_path), npz,
                                backend, "" if threads is None else str(int(threads)),
                                optimization], capture_output=True, text=True, timeout=timeout,
@@ -268,5 +268,6 @@ def format_seconds(s: float) -> str:
 
 
 __all__ = ["DEFAULT_DIM", "Timing", "time_calls", "axis_sizes", "random_feeds", "ort_runner",
-           "onnxruntime_version", "cold_start", "cold_and_cached_start", "parallel_capacity", "format_seconds",
+           "onnxruntime_version", "cold_start", "cold_and_cached_start", "parallel_capacity",
+           "format_seconds",
            "threads_text", "session_label", "blas_threads", "settings_note"]

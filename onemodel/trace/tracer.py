@@ -171,7 +171,7 @@ class Tracer:
             new_records.append((name, axis, aname, int(size)))
         self._check_axes(self.axis_records + new_records)
         self.axis_records += new_records
-        shape = []
+        shape: list[Any] = []
         for _n, _a, aname, size in new_records:
             if aname is None:
                 shape.append(size)

@@ -44,7 +44,6 @@ def test_keeps_impure_nodes(registered):
 
 
 def test_batch_norm_is_pure_only_in_eval_mode():
-    import onemodel as om
     from onemodel.core.graph import GraphBuilder
     from onemodel.core.types import TensorType
     from onemodel.core.dtype import DType

@@ -88,6 +88,11 @@ class LRScheduler:
 
     _get_lr_called_within_step = False
     _is_initial = False  # True during the step made at construction
+    optimizer: Optimizer
+    base_lrs: list[float]
+    last_epoch: int
+    _step_count: int
+    _last_lr: list[float]
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         name = type(self).__name__

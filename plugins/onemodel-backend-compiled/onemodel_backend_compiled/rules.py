@@ -118,7 +118,7 @@ def _sum_inputs(lw: Lowering, node):
         steps = node.params.get("steps", ())
         if not steps or steps[0][0] != "add" or tuple(steps[0][1]) != (0, 1) or steps[0][2]:
             return None
-        for k, (op, args, p) in enumerate(steps[1:], start=2):
+        for _k, (op, args, p) in enumerate(steps[1:], start=2):
             if op != "add" or p or len(args) != 2 or ACC not in args:
                 return None
         used = [j for _, args, _ in steps for j in args if j != ACC]

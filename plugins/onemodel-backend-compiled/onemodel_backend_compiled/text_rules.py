@@ -155,7 +155,8 @@ def mask_rule(lw: Lowering, node, params):
         raise Unsupported(op)
 
 
-TEXT_RULES = {"take": take_rule, "embedding": embedding_rule, "isnan": mask_rule, "where": mask_rule, "cast": mask_rule,
+TEXT_RULES = {"take": take_rule, "embedding": embedding_rule, "isnan": mask_rule, "where": mask_rule,
+              "cast": mask_rule,
               **{name: mask_rule for name in _COMPARE}}
 
 __all__ = ["TEXT_RULES", "take_rule", "embedding_rule", "mask_rule"]

@@ -109,7 +109,7 @@ class WeightBlock:
                 arr = np.zeros(end, np.float32)
                 arr[:self._size] = self.array[:self._size]
                 self.array = arr
-            for k, o in new:
+            for _k, o in new:
                 self.array[o:span[o]] = data[o:span[o]]
             self._offsets = {**mine, **{k: o for k, o in new}}
             self._size = end

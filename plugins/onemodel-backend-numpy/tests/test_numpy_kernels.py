@@ -28,7 +28,7 @@ def test_kernel_matches_the_op(op, sample, dtype):
     # constant (the kernels that pre-pack weights)
     for const_weights in (False, True):
         built = testing.sample_graph(op, sample, dtype,
-                                     constant=lambda j: const_weights and j > 0)
+                                     constant=lambda j, c=const_weights: c and j > 0)
         if built is None:
             pytest.skip("not a graph op with these params")
         graph, feeds = built

@@ -207,7 +207,7 @@ def _scan(*xs, body, n_states, n_scan_inputs, input_axes, input_directions, outp
         for acc, a in zip(accs, outs[n_states:]):
             acc.append(a)
     stacked = []
-    for acc, t, d, axis, direction in zip(accs, out_types, dims[n_states:], output_axes,
+    for acc, t, _d, axis, direction in zip(accs, out_types, dims[n_states:], output_axes,
                                           output_directions):
         a = np.stack(acc) if acc else _empty(t.dtype, (0,) + tuple(t.shape))
         if direction:

@@ -11,7 +11,8 @@ import attrs
 from onemodel.registry import OnnxSpec, hookimpl
 
 from . import (control_flow, data_dependent, data_shaped, division, einsum, elementwise,
-               elementwise_math, factory, factory_more, gather_nd, index, index_more, linalg, linalg_more, logical,
+               elementwise_math, factory, factory_more, gather_nd, index, index_more, linalg, linalg_more,
+               logical,
                matmul_t, predicates, reduce, reduce_more, scan, scatter, shape, shape_more, sort)
 from .passes import PASSES
 from .torch_names import TORCH

@@ -12,7 +12,7 @@ import numpy as np
 
 from onemodel.registry import OpDef, Param, Sample
 
-from ._common import DType, OpError, TensorType, float_of, norm_axes, norm_axis
+from ._common import DType, OpError, TensorType, float_of, norm_axes
 from .reduce import _extreme, _grad_keepdims, _params, _reduce_infer, _reduce_samples, \
     _reduced_shape, arg_infer, arg_kernel
 

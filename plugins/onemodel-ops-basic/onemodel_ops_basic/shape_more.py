@@ -381,7 +381,7 @@ def _movedim_perm(ndim, source, destination):
     src = [norm_axis(a, ndim, "movedim") for a in src]
     dst = [norm_axis(a, ndim, "movedim") for a in dst]
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
-        raise OpError(f"ops.movedim: parameters 'source' and 'destination' repeat an axis")
+        raise OpError("ops.movedim: parameters 'source' and 'destination' repeat an axis")
     rest = iter(a for a in range(ndim) if a not in src)
     placed = dict(zip(dst, src))
     return tuple(placed[i] if i in placed else next(rest) for i in range(ndim))

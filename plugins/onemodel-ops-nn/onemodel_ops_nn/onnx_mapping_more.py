@@ -286,7 +286,6 @@ def _export_adaptive(n, reduce):
 def _adaptive_with_indices(ctx, node, x, spatial, sizes, batched):
     """adaptive_max_pool2d's indices: one MaxPool with Indices when the windows tile the input
     evenly (fixed sizes); ONNX has no other pool that returns where its maxima are."""
-    from .onnx_mapping import max_pool_with_indices
 
     if any(isinstance(d, Dim) for d in (*spatial, *sizes)) or not all(
             s % o == 0 for s, o in zip(spatial, sizes)):

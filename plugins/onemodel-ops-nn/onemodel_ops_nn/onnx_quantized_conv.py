@@ -5,7 +5,6 @@ saturated (QLinearConv), as onnx's reference computes them. A 1-D ``w_zero_point
 ``w_scale`` is per output channel. Claimed by conv2d's record (plugin.py)."""
 from __future__ import annotations
 
-import numpy as np
 
 from onemodel.core import DType
 

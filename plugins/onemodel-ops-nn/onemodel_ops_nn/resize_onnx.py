@@ -18,7 +18,6 @@ import math
 import numpy as np
 
 from onemodel.core import DType, TensorType
-from onemodel.core.symbolic import Dim
 from onemodel.errors import OpError
 from onemodel.registry import OpDef, Param, Sample
 
