@@ -1,6 +1,7 @@
 """Small helpers for the layer classes: making parameters, checking arguments."""
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -16,6 +17,32 @@ def new_param(shape: tuple, dtype=None) -> Parameter:
     if not dt.is_float:
         raise ArgumentError(f"parameters must have a floating-point dtype, got {dt}")
     return Parameter(Tensor.from_numpy(np.zeros(tuple(shape), dtype=dt.numpy)))
+
+
+def weight_and_bias(layer, weight_shape: tuple, bias_size: int | None, dtype=None) -> None:
+    """``layer.weight`` of ``weight_shape`` and ``layer.bias`` of ``bias_size`` (None: a
+    registered None), then ``layer.reset_parameters()``: how Linear and the convolutions start."""
+    layer.weight = new_param(weight_shape, dtype)
+    if bias_size is not None:
+        layer.bias = new_param((bias_size,), dtype)
+    else:
+        layer.register_parameter("bias", None)
+    layer.reset_parameters()
+
+
+def reset_weight_and_bias(layer, draw_at_zero_fan_in: bool = False) -> None:
+    """PyTorch's default start for Linear and the convolutions: the weight Kaiming-uniform with
+    ``a = sqrt(5)``, the bias uniform in +-1/sqrt(fan_in). With ``fan_in`` 0 the bias stays 0;
+    Linear still draws it from [0, 0], as torch does, so a seeded run draws the same numbers."""
+    from onemodel.nn import init
+
+    init.kaiming_uniform_(layer.weight, a=math.sqrt(5))
+    if layer.bias is None:
+        return
+    fan_in, _ = init.calculate_fan_in_and_fan_out(layer.weight)
+    if fan_in > 0 or draw_at_zero_fan_in:
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+        init.uniform_(layer.bias, -bound, bound)
 
 
 def new_buffer(value: float, shape: tuple, dtype) -> Tensor:

@@ -1,7 +1,6 @@
 """Linear, Embedding, Dropout, activations, Flatten, containers (Sequential, ModuleList)."""
 from __future__ import annotations
 
-import math
 import warnings
 from collections import OrderedDict
 from typing import Iterable, Iterator
@@ -14,7 +13,7 @@ from onemodel.errors import ArgumentError
 from onemodel.nn import NnModule, Parameter, init
 from onemodel.nn.module import _addindent
 
-from ._util import new_param, positive_int, probability
+from ._util import new_param, positive_int, probability, reset_weight_and_bias, weight_and_bias
 
 
 class Identity(NnModule):
@@ -39,19 +38,10 @@ class Linear(NnModule):
         super().__init__()
         self.in_features = positive_int("Linear", "in_features", in_features, 0)
         self.out_features = positive_int("Linear", "out_features", out_features, 0)
-        self.weight = new_param((out_features, in_features), dtype)
-        if bias:
-            self.bias = new_param((out_features,), dtype)
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        weight_and_bias(self, (out_features, in_features), out_features if bias else None, dtype)
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = self.in_features
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
-            init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self, draw_at_zero_fan_in=True)
 
     def forward(self, x):
         return ops.linear(x, self.weight, self.bias)

@@ -1,13 +1,12 @@
 """Conv2d, MaxPool2d, AvgPool2d (NCHW, PyTorch's arguments and parameter shapes)."""
 from __future__ import annotations
 
-import math
 
 from onemodel import ops
 from onemodel.errors import ArgumentError
-from onemodel.nn import NnModule, init
+from onemodel.nn import NnModule
 
-from ._util import new_param, pair, positive_int
+from ._util import pair, positive_int, reset_weight_and_bias, weight_and_bias
 
 
 def _supports(op_name: str, param: str) -> bool:
@@ -55,20 +54,11 @@ class Conv2d(NnModule):
                                     f"of 'valid', 'same'")
         self.padding = pair("Conv2d", "padding", padding, 0)
         kh, kw = self.kernel_size
-        self.weight = new_param((out_channels, in_channels // groups, kh, kw), dtype)
-        if bias:
-            self.bias = new_param((out_channels,), dtype)
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        weight_and_bias(self, (out_channels, in_channels // groups, kh, kw),
+                        out_channels if bias else None, dtype)
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight)
-            if fan_in:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self)
 
     def forward(self, x):
         return ops.conv2d(x, self.weight, self.bias, stride=self.stride, padding=self.padding,

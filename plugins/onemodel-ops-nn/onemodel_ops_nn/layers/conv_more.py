@@ -5,14 +5,13 @@
 """
 from __future__ import annotations
 
-import math
 
 from onemodel import ops
 from onemodel.errors import ArgumentError
-from onemodel.nn import NnModule, init
+from onemodel.nn import NnModule
 
 from ._checks import UnsupportedArgument, flag, ntuple, with_batch
-from ._util import new_param, positive_int
+from ._util import positive_int, reset_weight_and_bias, weight_and_bias
 
 _PAD_OP_MODE = {"reflect": "reflect", "replicate": "replicate"}
 
@@ -51,20 +50,10 @@ class _ConvBase(NnModule):
             shape = (in_channels, out_channels // groups, *self.kernel_size)
         else:
             shape = (out_channels, in_channels // groups, *self.kernel_size)
-        self.weight = new_param(shape, dtype)
-        if bias:
-            self.bias = new_param((out_channels,), dtype)
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        weight_and_bias(self, shape, out_channels if bias else None, dtype)
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight)
-            if fan_in:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self)
 
     def extra_repr(self) -> str:
         n = self._dims
