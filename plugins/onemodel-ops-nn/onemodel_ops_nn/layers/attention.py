@@ -13,7 +13,7 @@ from onemodel import DType, ops
 from onemodel.errors import ArgumentError
 from onemodel.nn import NnModule, init
 
-from ._seq_util import attention_mask, check_sizes
+from ._seq_util import activation_arg, attention_mask, check_sizes
 from ._util import as_tensor, new_param, positive_int, probability
 from .basic import Dropout, Linear, ModuleList
 from .norm import LayerNorm
@@ -165,17 +165,6 @@ class MultiheadAttention(NnModule):
         return ""
 
 
-def _relu(x):
-    return ops.relu(x)
-
-
-def _gelu(x):
-    return ops.gelu(x)
-
-
-_ACTIVATIONS = {"relu": _relu, "gelu": _gelu}
-
-
 class TransformerEncoderLayer(NnModule):
     """Self-attention and a feed-forward block, each with a residual connection and LayerNorm
     (post-norm by default, pre-norm with ``norm_first=True``), PyTorch's submodule names:
@@ -197,15 +186,7 @@ class TransformerEncoderLayer(NnModule):
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
-        if isinstance(activation, str):
-            if activation not in _ACTIVATIONS:
-                raise ArgumentError(f"TransformerEncoderLayer: activation should be relu/gelu, not "
-                                    f"{activation!r}")
-            activation = _ACTIVATIONS[activation]
-        elif not callable(activation):
-            raise ArgumentError(f"TransformerEncoderLayer: activation must be 'relu', 'gelu' or a "
-                                f"callable, got {activation!r}")
-        self.activation = activation
+        self.activation = activation_arg("TransformerEncoderLayer", activation)
         self.batch_first = batch_first
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
