@@ -10,6 +10,28 @@ from ..optimizer import Optimizer
 from .base import (LRScheduler, SchedulerError, _check_optimizer, _copy, _int, _per_group,
                    _real)
 
+def _cycled_momentum(name: str, optimizer: Optimizer, max_momentum, base_momentum,
+                     last_epoch: int) -> tuple[bool, list, list]:
+    """Both cyclic schedulers' momentum set-up: whether beta1 (Adam) or momentum (SGD) cycles,
+    the per-group max and base momentums, and (starting fresh) each group set to its max."""
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise SchedulerError(f"{name}: cycle_momentum needs an optimizer with momentum "
+                             f"or betas; {type(optimizer).__name__} has neither (pass "
+                             f"cycle_momentum=False)")
+    use_beta1 = "betas" in optimizer.defaults
+    maxm = _per_group(name, "max_momentum", optimizer, max_momentum)
+    basem = _per_group(name, "base_momentum", optimizer, base_momentum)
+    if last_epoch == -1:
+        for mm, bm, group in zip(maxm, basem, optimizer.param_groups):
+            if use_beta1:
+                group["betas"] = (mm, *group["betas"][1:])
+            else:
+                group["momentum"] = mm
+            group["max_momentum"] = mm
+            group["base_momentum"] = bm
+    return use_beta1, maxm, basem
+
+
 class OneCycleLR(LRScheduler):
     """The 1cycle policy: lr from ``max_lr / div_factor`` up to ``max_lr`` over ``pct_start`` of
     the steps, then down to ``initial_lr / final_div_factor``; momentum (or Adam's beta1) moves
@@ -64,21 +86,8 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div
         self.cycle_momentum = bool(cycle_momentum)
         if self.cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise SchedulerError(f"{name}: cycle_momentum needs an optimizer with momentum "
-                                     f"or betas; {type(optimizer).__name__} has neither (pass "
-                                     f"cycle_momentum=False)")
-            self.use_beta1 = "betas" in optimizer.defaults
-            maxm = _per_group(name, "max_momentum", optimizer, max_momentum)
-            basem = _per_group(name, "base_momentum", optimizer, base_momentum)
-            if last_epoch == -1:
-                for mm, bm, group in zip(maxm, basem, optimizer.param_groups):
-                    if self.use_beta1:
-                        group["betas"] = (mm, *group["betas"][1:])
-                    else:
-                        group["momentum"] = mm
-                    group["max_momentum"] = mm
-                    group["base_momentum"] = bm
+            self.use_beta1, _, _ = _cycled_momentum(name, optimizer, max_momentum, base_momentum,
+                                                    last_epoch)
         super().__init__(optimizer, last_epoch)
 
     def _anneal(self, start: float, end: float, pct: float) -> float:
@@ -157,22 +166,8 @@ class CyclicLR(LRScheduler):
         self._init_scale_fn()
         self.cycle_momentum = bool(cycle_momentum)
         if self.cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise SchedulerError(f"{name}: cycle_momentum needs an optimizer with momentum "
-                                     f"or betas; {type(optimizer).__name__} has neither (pass "
-                                     f"cycle_momentum=False)")
-            self.use_beta1 = "betas" in optimizer.defaults
-            self.base_momentums = _per_group(name, "base_momentum", optimizer, base_momentum)
-            self.max_momentums = _per_group(name, "max_momentum", optimizer, max_momentum)
-            if last_epoch == -1:
-                for mm, bm, group in zip(self.max_momentums, self.base_momentums,
-                                         optimizer.param_groups):
-                    if self.use_beta1:
-                        group["betas"] = (mm, *group["betas"][1:])
-                    else:
-                        group["momentum"] = mm
-                    group["max_momentum"] = mm
-                    group["base_momentum"] = bm
+            self.use_beta1, self.max_momentums, self.base_momentums = _cycled_momentum(
+                name, optimizer, max_momentum, base_momentum, last_epoch)
         super().__init__(optimizer, last_epoch)
         self.base_lrs = base_lrs
 
