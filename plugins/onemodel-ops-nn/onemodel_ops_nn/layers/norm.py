@@ -33,6 +33,22 @@ def reset_running_stats(module: NnModule) -> None:
         module.num_batches_tracked._data[...] = 0
 
 
+def blend_running_stats(module: NnModule, mean: np.ndarray, var: np.ndarray,
+                        factor: float) -> None:
+    """``running = (1 - factor) * running + factor * batch`` for the mean and the variance, in
+    place (their versions bumped), as torch's batch and instance norms update them."""
+    for buf, stat in ((module.running_mean, mean), (module.running_var, var)):
+        buf._data[...] = (1 - factor) * buf._data + factor * stat.astype(buf._data.dtype)
+        buf._version += 1
+
+
+def norm_extra_repr(module: NnModule) -> str:
+    """The repr of torch's ``_NormBase`` (batch and instance norms alike)."""
+    return (f"{module.num_features}, eps={module.eps}, momentum={module.momentum}, "
+            f"affine={module.affine}, bias={module.bias is not None}, "
+            f"track_running_stats={module.track_running_stats}")
+
+
 class BatchNorm2d(NnModule):
     """Batch normalisation over (N, C, H, W) per channel.
 
@@ -104,14 +120,10 @@ class BatchNorm2d(NnModule):
         axes = (0,) + tuple(range(2, data.ndim))  # every axis but the channels
         mean = data.mean(axis=axes)
         var = data.var(axis=axes) * (n / max(n - 1, 1))
-        for buf, stat in ((self.running_mean, mean), (self.running_var, var)):
-            buf._data[...] = (1 - factor) * buf._data + factor * stat.astype(buf._data.dtype)
-            buf._version += 1
+        blend_running_stats(self, mean, var, factor)
 
     def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, bias={self.bias is not None}, "
-                f"track_running_stats={self.track_running_stats}")
+        return norm_extra_repr(self)
 
 
 class LayerNorm(NnModule):

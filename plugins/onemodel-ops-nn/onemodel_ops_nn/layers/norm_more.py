@@ -13,7 +13,8 @@ from onemodel.nn import NnModule, init
 
 from ._checks import flag, momentum, non_negative
 from ._util import new_param, positive_int
-from .norm import BatchNorm2d, register_running_stats, reset_running_stats
+from .norm import (BatchNorm2d, blend_running_stats, norm_extra_repr, register_running_stats,
+                   reset_running_stats)
 
 
 class BatchNorm1d(BatchNorm2d):
@@ -150,14 +151,10 @@ class _InstanceNorm(NnModule):
         n = int(np.prod([data.shape[a] for a in axes]))
         mean = data.mean(axis=axes).mean(axis=0)
         var = (data.var(axis=axes) * (n / max(n - 1, 1))).mean(axis=0)
-        for buf, stat in ((self.running_mean, mean), (self.running_var, var)):
-            buf._data[...] = (1 - factor) * buf._data + factor * stat.astype(buf._data.dtype)
-            buf._version += 1
+        blend_running_stats(self, mean, var, factor)
 
     def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, bias={self.bias is not None}, "
-                f"track_running_stats={self.track_running_stats}")
+        return norm_extra_repr(self)
 
 
 class InstanceNorm1d(_InstanceNorm):
