@@ -14,6 +14,8 @@ import onemodel as om
 from onemodel import DType, Tensor
 from onemodel.errors import OneModelError
 
+from .symbolic_model_checks import check_every_level, check_onnx_round_trip
+
 ops = om.ops
 F32 = np.float32
 
@@ -113,29 +115,12 @@ def _feeds(batch):
 
 @pytest.mark.parametrize("backend", om.backends())
 def test_model_traced_with_a_symbolic_batch_runs_on_every_backend(traced, backend):
-    for level in ("none", "all"):
-        with om.Session(traced, backend=backend, optimization=level) as s:
-            for batch in (2, 5):
-                x, want = _feeds(batch)
-                got = s.run({traced.input_names[0]: x})[traced.output_names[0]].numpy()
-                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5,
-                                           err_msg=f"{backend} at {level}, batch {batch}")
+    check_every_level(traced, backend, _feeds)
 
 
 @pytest.mark.parametrize("opset", [17, 18])
 def test_model_exports_to_onnx_and_imports_back(traced, tmp_path, opset):
-    pytest.importorskip("onnx")
-    ort = pytest.importorskip("onnxruntime")
-    path = tmp_path / "activations.onnx"
-    traced.save_onnx(path, opset=opset)
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    back = om.load_onnx(path)
-    for batch in (2, 7):
-        x, want = _feeds(batch)
-        np.testing.assert_allclose(sess.run(None, {sess.get_inputs()[0].name: x})[0], want,
-                                   rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(back(Tensor.from_numpy(x)).numpy(), want, rtol=1e-5,
-                                   atol=1e-5)
+    check_onnx_round_trip(traced, tmp_path / "activations.onnx", _feeds, opset=opset)
 
 
 # -- the ONNX nodes exporters write ---------------------------------------------------------------
