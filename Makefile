@@ -32,6 +32,7 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 bench: $(STAMP)
+	PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install --quiet -e ".[peers]"
 	mkdir -p .benchmarks
 	$(PY) -m pytest benchmarks --benchmark-only -p no:randomly --benchmark-json .benchmarks/latest.json
 	$(PY) -m onemodel.tools.write_benchmarks .benchmarks/latest.json

@@ -26,6 +26,7 @@ def _rnn(cls):
         def fn(x):
             return layer(x)[0]
 
+        fn.layer = layer  # for the torch twin (benchmarks/torch_twins.py)
         return fn, (32, 64), ("batch",)
     return build
 

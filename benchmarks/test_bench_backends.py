@@ -9,8 +9,14 @@ For each benchmark model and batch (the models of test_bench_session.py), in one
 * ``threaded``: a Session on the threaded backend (``threads=2``, optimization "all");
 * ``ort1`` / ``ort2``: the model exported with ``save_onnx`` and run by ONNX Runtime on the CPU
   with ``intra_op_num_threads`` 1 and 2 and ORT_ENABLE_ALL (skipped without onnxruntime);
-* ``torch``: PyTorch eager, when ``torch`` is importable (it is not in the project's
-  environment; the case is skipped there).
+* ``ov1``: the same ONNX file on OpenVINO's CPU plugin, one thread, f32 inference precision,
+  one stream, latency hint (skipped without openvino; `make bench` installs it);
+* ``torch``: PyTorch eager (one thread, ``inference_mode``) on a twin of the model with the
+  same weights (benchmarks/torch_twins.py), when ``torch`` is importable (`make bench`
+  installs it; the project's test environment does not have it).
+
+Each row also records the model's declared FLOPs (`onemodel.tools.flops`), so the report gives
+GFLOP/s against the compiled backend's ISA peak (`BackendDef.platform`).
 
 BLAS is limited to one thread with threadpoolctl for the whole module (the numpy backend and
 eager are single-threaded; the threaded backend's parallelism is its own pool). The group is
@@ -25,6 +31,9 @@ import pytest
 
 import onemodel as om
 from onemodel.tools.bench import onnxruntime_version, ort_runner, parallel_capacity
+from onemodel.tools.flops import graph_flops
+from onemodel.tools.machine import backend_platforms, cpu_name
+from onemodel.tools.peers import openvino_runner, openvino_version
 
 from bench_models import CASES, model as _model, models
 
@@ -34,7 +43,7 @@ THREADS = 2
 #: per model and batch, in this order: ONNX Runtime first, because its 2-thread pool keeps
 #: spinning on the second core for up to a second after a run, and the threaded backend last,
 #: after eager and numpy have given that core back
-MODES = ["ort2", "ort1", "torch", "eager", "numpy", "compiled", "threaded"]
+MODES = ["ort2", "ort1", "ov1", "torch", "eager", "numpy", "compiled", "threaded"]
 PARAMS = [(m, b, mode) for m, b in CASES for mode in MODES]
 
 
@@ -57,7 +66,9 @@ def test_machine_info(benchmark):
     benchmark.extra_info.update(
         suite="machine", cores=os.cpu_count(), numpy=np.__version__, blas=", ".join(blas),
         python=platform.python_version(), onnxruntime=onnxruntime_version() or "not installed",
-        cpu=_cpu_name(), capacity_start=round(parallel_capacity(), 2))
+        openvino=openvino_version() or "not installed", torch=_torch_version(),
+        platforms=backend_platforms(), cpu=cpu_name(),
+        capacity_start=round(parallel_capacity(), 2))
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
 
 
@@ -81,7 +92,8 @@ def test_backend(benchmark, name, batch, mode, tmp_path_factory):
     x = models.feed(shape, batch)
     feeds = {"input": x}
     benchmark.group = f"{name} b{batch}"
-    benchmark.extra_info.update(model=name, batch=batch, mode=mode, suite="backends")
+    benchmark.extra_info.update(model=name, batch=batch, mode=mode, suite="backends",
+                                flops=graph_flops(traced.graph, {"batch": batch}))
     if mode == "eager":
         t = om.Tensor.from_numpy(x)
 
@@ -117,21 +129,44 @@ def test_backend(benchmark, name, batch, mode, tmp_path_factory):
         out = benchmark(call)
         assert out[0].shape[0] == batch
         return
-    torch = pytest.importorskip("torch")
-    pytest.skip(f"no PyTorch twin of {name!r} yet (torch {torch.__version__} found)")
+    if mode == "ov1":
+        version = openvino_version()
+        if version is None:
+            pytest.skip("openvino is not installed (make bench installs it)")
+        path, why = _onnx_path(name, traced, tmp_path_factory)
+        if path is None:
+            pytest.skip(f"export failed: {why}")
+        call = openvino_runner(path, 1, feeds)
+        for _ in range(10):
+            call()
+        benchmark.extra_info["openvino"] = version
+        out = benchmark(call)
+        assert next(iter(out.values())).shape[0] == batch
+        return
+    torch = pytest.importorskip("torch", reason="torch is not installed (make bench installs it)")
+    from torch_twins import graph_twin, layer_twin
+
+    torch.set_num_threads(1)
+    layer = getattr(fn, "layer", None)
+    run = layer_twin(torch, layer) if layer is not None else graph_twin(torch, traced.graph,
+                                                                        {"batch": batch})
+    tx = torch.from_numpy(x)
+    with torch.inference_mode():
+        got = run(tx).numpy()
+        for _ in range(10):
+            run(tx)
+        want = om.Session(traced, backend="numpy").run(feeds)["output"].numpy()
+        assert abs(got - want).max() <= 1e-3 * (1 + abs(want).max()), "the twin differs"
+        benchmark.extra_info["torch"] = torch.__version__
+        benchmark(run, tx)
 
 
-def _cpu_name() -> str:
+def _torch_version() -> str:
     try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or "unknown CPU"
+        import torch
+    except ImportError:
+        return "not installed"
+    return torch.__version__
 
 
 def test_parallel_capacity_at_the_end(benchmark):

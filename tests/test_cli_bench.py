@@ -29,13 +29,15 @@ def model_file(tmp_path_factory):
 
 def test_bench_prints_a_table_and_progress(model_file):
     code, out, err = cli("bench", model_file, "--backend", "numpy,threaded", "--batch", "5",
-                         "--threads", "2", "--runs", "3", "--warmup", "1", "--no-ort")
+                         "--threads", "2", "--runs", "3", "--warmup", "1", "--no-ort",
+                         "--no-openvino")
     assert code == 0, err
     assert "input (5, 6) float32 (batch=5)" in out
     assert "3 runs after 1 warm-up" in out
     lines = out.splitlines()
     header = next(i for i, ln in enumerate(lines) if ln.startswith("backend"))
-    assert lines[header].split() == ["backend", "median", "p10", "p90", "vs", "fastest"]
+    assert lines[header].split() == ["backend", "median", "p10", "p90", "vs", "fastest",
+                                     "GFLOP/s"]
     rows = [ln.split()[0] for ln in lines[header + 2:header + 4]]
     assert rows == ["numpy", "threaded"]
     cold = next(i for i, ln in enumerate(lines) if ln.startswith("backend") and i > header)
@@ -48,7 +50,8 @@ def test_bench_prints_a_table_and_progress(model_file):
 
 
 def test_bench_default_backends_include_compiled(model_file):
-    code, out, err = cli("bench", model_file, "--runs", "2", "--warmup", "0", "--no-ort")
+    code, out, err = cli("bench", model_file, "--runs", "2", "--warmup", "0", "--no-ort",
+                         "--no-openvino")
     assert code == 0, err
     lines = out.splitlines()
     header = next(i for i, ln in enumerate(lines) if ln.startswith("backend"))
@@ -62,7 +65,7 @@ def test_bench_json_has_the_cold_costs_and_a_fresh_process_start(model_file):
     import json
 
     code, out, err = cli("bench", model_file, "--backend", "numpy,compiled", "--runs", "2",
-                         "--warmup", "0", "--no-ort", "--cold", "--json")
+                         "--warmup", "0", "--no-ort", "--no-openvino", "--cold", "--json")
     assert code == 0, err
     data = json.loads(out)
     for row in data["results"]:
@@ -80,7 +83,7 @@ def test_bench_json_has_the_cold_costs_and_a_fresh_process_start(model_file):
 
 def test_bench_cold_table(model_file):
     code, out, err = cli("bench", model_file, "--backend", "compiled", "--runs", "2",
-                         "--warmup", "0", "--no-ort", "--cold")
+                         "--warmup", "0", "--no-ort", "--no-openvino", "--cold")
     assert code == 0, err
     assert "cold start, each backend in a fresh Python process" in out
     lines = out.splitlines()
@@ -115,7 +118,7 @@ def test_bench_with_onnxruntime(model_file):
     (["--threads", "-1"], "--threads must be positive"),
 ])
 def test_bench_bad_input_is_one_line(model_file, args, needle):
-    code, out, err = cli("bench", model_file, "--no-ort", *args)
+    code, out, err = cli("bench", model_file, "--no-ort", "--no-openvino", *args)
     assert code == 1
     assert err.strip().splitlines() == [f"onemodel: error: {err.split('error: ', 1)[1].strip()}"]
     assert needle in err

@@ -132,7 +132,8 @@ def test_plugins_and_bench_json(files, capsys, monkeypatch):
     assert code == 0 and "onemodel-ops-basic" in plugins
     assert plugins["onemodel-ops-basic"]["contributes"]["ops"]
     code, out, _ = run_cli(capsys, monkeypatch, "bench", tmp / "m.onemodel", "--runs", "2",
-                           "--warmup", "0", "--no-ort", "--backend", "numpy", "--json")
+                           "--warmup", "0", "--no-ort", "--no-openvino", "--backend", "numpy",
+                           "--json")
     data = json.loads(out)
     assert code == 0 and [r["backend"].split()[0] for r in data["results"]] == ["numpy"]
     assert data["results"][0]["median_s"] > 0 and data["feeds"]["input"]["dtype"] == "float32"

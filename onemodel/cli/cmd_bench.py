@@ -1,4 +1,5 @@
-"""``onemodel bench FILE``: time a model on each backend (and ONNX Runtime when installed)."""
+"""``onemodel bench FILE``: time a model on each backend (and ONNX Runtime and OpenVINO when
+installed)."""
 from __future__ import annotations
 
 import argparse
@@ -33,17 +34,22 @@ Python process per backend, importing onemodel, loading the file, creating the s
 first run, over a new, empty on-disk cache; when the backend stored something there (its
 lowered plans), a second fresh process is timed too ("cached"). When onnxruntime is installed
 the model also runs there (with 1 and with --threads intra-op threads, every graph
-optimisation on); a .onemodel file is exported to ONNX for it first. Each session runs with its
-own thread setting, as in `make demo` and the
-benchmark suite: --threads N for every backend, else each backend's default (numpy 1,
-threaded every core), BLAS bounded inside each run; the output says which.
+optimisation on), and when openvino is installed on its CPU plugin (1 and --threads threads,
+f32 precision, one stream, latency hint); a .onemodel file is exported to ONNX for them first.
+GFLOP/s counts the FLOPs the ops declare (GEMMs, convolutions, attention; a lower bound).
+Each session runs with its own thread setting, as in `make demo` and the benchmark suite:
+--threads N for every backend, else each backend's default (numpy 1, threaded every core),
+BLAS bounded inside each run; the output says which.
 """
 
 
 def add_parser(sub):
-    p = sub.add_parser("bench", help="time a model on each backend (and ONNX Runtime)",
+    p = sub.add_parser("bench", help="time a model on each backend (and ONNX Runtime, OpenVINO)",
                        description="Time a .onemodel or .onnx model on random feeds on each "
-                                   "backend, and on ONNX Runtime when it is installed.",
+                                   "backend, and on ONNX Runtime and OpenVINO when they are "
+                                   "installed. The table gives GFLOP/s from the FLOPs the ops "
+                                   "declare; the header, the CPU and the instruction set each "
+                                   "backend's kernels chose.",
                        epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", metavar="FILE", help="a .onemodel or .onnx file")
@@ -69,6 +75,9 @@ def add_parser(sub):
                    help="also time import, load, session and first run in a fresh process "
                         "per backend")
     p.add_argument("--no-ort", action="store_true", help="skip ONNX Runtime")
+    p.add_argument("--no-openvino", action="store_true",
+                   help="skip OpenVINO (timed, when installed, as ONNX Runtime is: f32 "
+                        "precision, one stream, latency hint)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return p
 
@@ -97,6 +106,9 @@ def run(args) -> int:
     from ..tools.bench import (axis_sizes, cold_and_cached_start, format_seconds, onnxruntime_version,
                                ort_runner, random_feeds, session_label, settings_note,
                                time_calls)
+    from ..tools.flops import graph_flops
+    from ..tools.machine import backend_platforms, cpu_name, platform_text
+    from ..tools.peers import openvino_runner, openvino_version
 
     installed = om.backends()
     if args.backend is None:
@@ -122,7 +134,9 @@ def run(args) -> int:
 
     ort_version = None if args.no_ort else onnxruntime_version()
     ort_threads = sorted({1, threads}) if ort_version else []
-    stages = len(backends) * (2 if args.cold else 1) + len(ort_threads)
+    ov_version = None if args.no_openvino else openvino_version()
+    ov_threads = sorted({1, threads}) if ov_version else []
+    stages = len(backends) * (2 if args.cold else 1) + len(ort_threads) + len(ov_threads)
     progress = Stages(stages)
     rows: list[tuple[str, object]] = []
     cold: dict[str, tuple[float, float]] = {}  # row name -> (session, first run) seconds
@@ -150,7 +164,7 @@ def run(args) -> int:
                                                     args.optimization)
             if again is not None:
                 cached[b] = again
-        if ort_threads:
+        if ort_threads or ov_threads:
             with tempfile.TemporaryDirectory() as tmp:
                 path = args.file
                 if not args.file.lower().endswith(".onnx"):
@@ -158,14 +172,16 @@ def run(args) -> int:
                     try:
                         traced.save_onnx(path)
                     except Exception as exc:  # noqa: BLE001 - report and keep our rows
-                        notes.append(f"onnxruntime skipped: ONNX export failed: "
+                        notes.append(f"onnxruntime and openvino skipped: ONNX export failed: "
                                      f"{str(exc).splitlines()[0] if str(exc) else exc!r}")
                         path = None
-                for n in ort_threads if path else ():
-                    name = f"onnxruntime {ort_version} ({n} thread{'s' if n > 1 else ''})"
+                peers = ([(f"onnxruntime {ort_version}", ort_runner, n) for n in ort_threads]
+                         + [(f"openvino {ov_version}", openvino_runner, n) for n in ov_threads])
+                for engine, runner, n in peers if path else ():
+                    name = f"{engine} ({n} thread{'s' if n > 1 else ''})"
                     progress.stage(f"timing {name}")
                     try:
-                        call = ort_runner(path, n, feeds)
+                        call = runner(path, n, feeds)
                         rows.append((name, time_calls(call, args.runs, args.warmup,
                                                       progress.update)))
                     except Exception as exc:  # noqa: BLE001 - report and keep our rows
@@ -174,6 +190,8 @@ def run(args) -> int:
     finally:
         progress.finish()
 
+    flops = graph_flops(graph, env)
+    platforms = backend_platforms()
     if args.json:
         import json
 
@@ -183,8 +201,10 @@ def run(args) -> int:
             "optimization": args.optimization, "threads": args.threads, "axes": env,
             "feeds": {name: {"shape": list(a.shape), "dtype": str(a.dtype)}
                       for name, a in feeds.items()},
+            "cpu": cpu_name(), "platforms": platforms, "flops": flops,
             "results": [{"backend": name, "median_s": t.median, "p10_s": t.p10, "p90_s": t.p90,
                          "vs_fastest": t.median / best,
+                         **({"gflops": flops / t.median / 1e9} if flops else {}),
                          **({"session_s": cold[name][0], "first_run_s": cold[name][1]}
                             if name in cold else {})} for name, t in rows],
             "cold_start": fresh, "cold_start_cached": cached, "notes": notes}, indent=2))
@@ -194,10 +214,14 @@ def run(args) -> int:
     print(f"{os.path.basename(args.file)}: {shapes}" + (f" ({sizes})" if sizes else ""))
     print(f"{args.runs} runs after {args.warmup} warm-up, optimization={args.optimization}")
     print(wrap_text(settings_note(used), " " * 4))
+    print(wrap_text(f"CPU: {cpu_name()}" + "".join(f"; {b}: {platform_text(p)}"
+                                                  for b, p in platforms.items()), " " * 4))
     best = min(t.median for _, t in rows)
     table = [[name, format_seconds(t.median), format_seconds(t.p10), format_seconds(t.p90),
-              f"{t.median / best:.2f}x"] for name, t in rows]
-    print(render(["backend", "median", "p10", "p90", "vs fastest"], table))
+              f"{t.median / best:.2f}x"] + ([f"{flops / t.median / 1e9:.1f}"] if flops else [])
+             for name, t in rows]
+    print(render(["backend", "median", "p10", "p90", "vs fastest"]
+                 + (["GFLOP/s"] if flops else []), table))
     print(wrap_text("cold costs in this process (first run: the plan for this shape "
                     "signature is prepared, then run):", " " * 4))
     print(render(["backend", "session", "first run", "first / median"],

@@ -68,7 +68,22 @@ def describe(path: str) -> dict:
         "parameters": params,
         "parameter_bytes": nbytes,
         "backend": _auto_backend(graph),
+        "platform": _auto_platform(graph),
     }
+
+
+def _auto_platform(graph) -> dict | None:
+    """What the backend auto takes runs on here (`BackendDef.platform`), when it says."""
+    from ..core.backend_choice import choose_backend
+    from ..errors import OneModelError
+    from ..registry import REGISTRY
+    from ..tools.machine import backend_platforms
+
+    try:
+        name = choose_backend(graph, REGISTRY.tables().backends).chosen
+    except OneModelError:
+        return None
+    return backend_platforms().get(name)
 
 
 def _auto_backend(graph) -> str:
@@ -156,4 +171,8 @@ def run(args) -> int:
                            f"{d['initializers']} initializers", " " * 4))
     if d.get("backend"):
         print("\n" + wrap_text(f"backend: {d['backend']}", " " * 4))
+    if d.get("platform"):
+        from ..tools.machine import platform_text
+
+        print(wrap_text(f"platform: {platform_text(d['platform'])}", " " * 4))
     return 0

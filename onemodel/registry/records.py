@@ -359,13 +359,17 @@ class BackendDef:
     ``auto_rank``: where ``backend="auto"`` (the default) tries it, highest first; None (the
     default for a third party's backend) means it runs only when named. ``supports(graph)``
     returns None when the backend can run the graph, else a sentence saying why not; auto then
-    passes it over (None: it runs every graph)."""
+    passes it over (None: it runs every graph). ``platform()`` says what the backend runs on
+    in this process, as a mapping with ``"isa"`` (the instruction set its kernels dispatched
+    to, e.g. ``"avx2"``) and optionally ``"peak_gflops"`` (one core's float32 peak on that
+    ISA); `onemodel info`, `onemodel bench` and the benchmark headers show it."""
 
     name: str = attrs.field(validator=lambda _s, _a, v: _not_reserved(v))
     create: Callable = attrs.field(validator=_is_callable)
     doc: str = ""
     auto_rank: int | None = None
     supports: Callable | None = attrs.field(default=None, validator=_optional_callable)
+    platform: Callable | None = attrs.field(default=None, validator=_optional_callable)
     provider: str | None = None
     override: bool = False
 

@@ -43,12 +43,16 @@ DESCRIPTIONS = {
     "gru": "GRU(64, 128), seq 32, batch first",
 }
 SESSION_MODES = ("eager", "none", "basic", "all")
-BACKEND_MODES = ("eager", "numpy", "compiled", "threaded", "ort1", "ort2", "torch")
+BACKEND_MODES = ("eager", "numpy", "compiled", "threaded", "ort1", "ort2", "ov1", "torch")
 BACKEND_LABELS = {"eager": "eager (numpy kernels, no_grad)", "numpy": "Session, numpy backend",
                   "compiled": "Session, compiled backend (1 thread)",
                   "threaded": "Session, threaded backend (2 threads)",
                   "ort1": "ONNX Runtime, 1 thread", "ort2": "ONNX Runtime, 2 threads",
-                  "torch": "PyTorch eager"}
+                  "ov1": "OpenVINO, 1 thread (f32)", "torch": "PyTorch eager, 1 thread"}
+#: the one-thread peers the compiled backend is held against (issue 26)
+PEERS_1T = ("ort1", "ov1", "torch")
+#: the rows whose time is mostly GEMM: their GFLOP/s is compared with the ISA's peak
+GEMM_BOUND = {("mlp", 64), ("transformer_ops", 16), ("transformer", 16)}
 #: best of our backends / ONNX Runtime at its best thread count, at most (docs/benchmarks.md)
 ORT_TARGETS = {"mlp": 1.5, "transformer": 1.5, "transformer_ops": 1.5, "cnn": 2.5,
                "deep100": 3.0}
@@ -155,6 +159,8 @@ def _collect_backends(data: dict):
         elif info.get("suite") == "backends":
             key = (info["model"], info["batch"])
             rows.setdefault(key, {})[info["mode"]] = b["stats"]["median"]
+            if info.get("flops"):
+                rows[key]["flops"] = info["flops"]
             if info["mode"] == "threaded":
                 chosen = info.get("chosen")
                 plans[key] = (info.get("plan", "") + (f"; chosen: {chosen}" if chosen else ""))
@@ -174,6 +180,37 @@ def _ours_best(m: dict) -> tuple[float, str]:
     return min(ours) if ours else (float("nan"), "")
 
 
+def _peer_section(rows: dict, machine: dict) -> list[str]:
+    """The compiled backend against the best one-thread peer, and GFLOP/s against the peak of
+    the ISA its kernels chose (issue 26's table)."""
+    plat = (machine.get("platforms") or {}).get("compiled") or {}
+    peak = plat.get("peak_gflops")
+    versions = ", ".join(f"{k} {machine[k]}" for k in ("onnxruntime", "openvino", "torch")
+                         if machine.get(k))
+    lines = ["### The compiled backend against its peers", "",
+             f"One thread everywhere, BLAS at one thread; the compiled kernels ran "
+             f"{plat.get('isa', '?')}" + (f" (peak {peak:g} GFLOP/s per core: lanes x 2 x FMA "
+                                          f"pipes x clock)" if peak else "") +
+             f"; peers: {versions or '?'}. GFLOP/s counts the FLOPs the ops declare "
+             f"(`onemodel.tools.flops`).", "",
+             "| model | batch | compiled | best peer | compiled / best | GFLOP/s | % of peak |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for (model, batch), m in sorted(rows.items(), key=lambda kv: (_order(kv[0][0]), kv[0][1])):
+        if "compiled" not in m:
+            continue
+        peers = [(m[k], k) for k in PEERS_1T if k in m]
+        t = m["compiled"]
+        best = min(peers) if peers else None
+        gflops = m["flops"] / t / 1e9 if m.get("flops") else None
+        share = (f"{100 * gflops / peak:.0f} %" if gflops and peak and (model, batch) in GEMM_BOUND
+                 else "–")
+        lines.append(f"| {DESCRIPTIONS.get(model, model)} | {batch} | {fmt(t)} | "
+                     + (f"{fmt(best[0])} ({BACKEND_LABELS[best[1]].split(',')[0]}) | "
+                        f"{t / best[0]:.2f} | " if best else "– | – | ")
+                     + (f"{gflops:.1f} | " if gflops else "– | ") + f"{share} |")
+    return lines + [""]
+
+
 def render_backends(data: dict) -> str | None:
     rows, machine, plans = _collect_backends(data)
     if not rows:
@@ -190,13 +227,17 @@ def render_backends(data: dict) -> str | None:
         "threads. BLAS is limited to one thread (threadpoolctl) for the whole run: the "
         "threaded backend's parallelism is its own pool. Medians of pytest-benchmark's "
         "rounds; \"/ ORT\" divides by ONNX Runtime at its faster thread count, \"/ eager\" by "
-        "the eager call (lower is better for both). PyTorch eager is measured when `torch` is "
-        "importable (it is not in the project's environment).",
+        "the eager call (lower is better for both). OpenVINO (CPU plugin, f32 precision, one "
+        "stream, latency hint) runs the same ONNX file, and PyTorch eager a twin of the model "
+        "with the same weights (benchmarks/torch_twins.py), each at one thread, when "
+        "installed (`make bench` installs both).",
         "",
         f"Machine: {cpu}, {machine.get('cores', '?')} cores (shared with other work), Python "
         f"{machine.get('python') or mi.get('python_version', '?')}, numpy "
         f"{machine.get('numpy') or _numpy_version()}, BLAS {machine.get('blas') or '?'}, "
-        f"onnxruntime {machine.get('onnxruntime', '?')}.",
+        f"onnxruntime {machine.get('onnxruntime', '?')}, openvino "
+        f"{machine.get('openvino', '?')}, torch {machine.get('torch', '?')}; compiled kernels: "
+        f"{((machine.get('platforms') or {}).get('compiled') or {}).get('isa', '?')}.",
         "",
     ]
     if machine.get("capacity_start") is not None:
@@ -224,6 +265,7 @@ def render_backends(data: dict) -> str | None:
                              f"{vs_eager} |")
         lines.append("")
 
+    lines += _peer_section(rows, machine)
     lines += ["### Targets", "",
               "Best of our backends against ONNX Runtime at its best thread count (target: at "
               "most the given factor slower), and the threaded backend against the numpy "
