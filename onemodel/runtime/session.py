@@ -20,16 +20,17 @@ from typing import Any, Iterator, Sequence
 import attrs
 import numpy as np
 
+from ..core import guards
+from ..core.backend_choice import AUTO, BackendChoice, choose_backend
+from ..core.dtype import DType
+from ..core.graph import Graph, as_graph
+from ..core.symbolic import Dim, SymbolicError, evaluate
+from ..core.tensor import Tensor
+from ..core.threads import bounded, check_threads
 from ..errors import OneModelError, SessionError
-from . import guards, layers
-from .backend_choice import AUTO, BackendChoice, choose_backend
-from .dtype import DType
-from .graph import Graph, as_graph
-from .symbolic import Dim, SymbolicError, evaluate
-from .tensor import Tensor
-from .threads import bounded, check_threads
-
-LEVELS = ("none", "basic", "all")
+from ..formats import dumps, load, loads
+from ..passes import LEVELS, optimize
+from ..registry import REGISTRY
 
 
 def _shape_entry(d) -> int | str:
@@ -88,8 +89,6 @@ class SessionOutputs(Mapping):
 
 def backends() -> list[str]:
     """Names of the installed backends."""
-    from ..registry import REGISTRY
-
     return sorted(REGISTRY.tables().backends)
 
 
@@ -100,7 +99,7 @@ def _resolve_graph(model: Any) -> Graph:
         path = os.fspath(model)
         if not os.path.exists(path):
             raise FileNotFoundError(errno.ENOENT, "no model file", path)
-        return layers.service("load")(path)  # provided by the formats layer, above the core
+        return load(path)
     return as_graph(model, "Session (or a model file path)")
 
 
@@ -122,9 +121,6 @@ class Session:
     def __init__(self, model: Any, backend: str = AUTO, optimization: str = "all",
                  threads: int | None = None, *, disabled: Sequence[str] = (),
                  **backend_options: Any) -> None:
-        from ..registry import REGISTRY
-        optimize = layers.service("optimize")  # provided by the passes layer
-
         threads = check_threads(threads)
         graph = _resolve_graph(model)
         table = REGISTRY.tables().backends
@@ -396,7 +392,7 @@ class Session:
                 raise OneModelError(f"this session cannot be pickled: backend option {key!r} "
                                     f"is a {type(value).__name__}; only numbers, strings, bools "
                                     f"and None travel")
-        data = layers.service("dumps")(self.graph)
+        data = dumps(self.graph)
         return (_session_from_bytes, (data, self.backend, optimization, threads, disabled,
                                       options))
 
@@ -421,7 +417,7 @@ def _session_from_bytes(data: bytes, backend: str, optimization: str, threads: i
     if not isinstance(data, bytes):
         raise OneModelError(f"a pickled session must hold the model's bytes, got "
                             f"{type(data).__name__}")
-    graph = layers.service("loads")(data)
+    graph = loads(data)
     return Session(graph, backend=backend, optimization=optimization, threads=threads,
                    disabled=disabled, **options)
 
