@@ -1,8 +1,8 @@
 """Layers import only downward (docs/contributing.md, "Layers"): errors < registry < core <
 passes < formats < runtime < trace < the rest (nn, optim, testing, cli, tools, integrations, the
 package itself). Function-level imports count too: a lazy upward import is still an upward
-dependency. And no distribution (onemodel, each plugins/* package) imports a private name of
-another: what a plugin needs from the core is public API."""
+dependency. And no distribution (onemodel, each plugins/* package, the example plugin) imports
+a private name of another: what a plugin needs from the core is public API."""
 import ast
 import pathlib
 
@@ -207,8 +207,8 @@ def cycles(graph: dict[str, set[str]]) -> list[tuple[str, ...]]:
 
 
 def _packages(repo: pathlib.Path = REPO) -> list[pathlib.Path]:
-    top = distributions(repo)
-    return [repo / "onemodel"] + [repo / "plugins" / dist / pkg for pkg, dist in top.items()
+    dirs = plugin_dirs(repo)
+    return [repo / "onemodel"] + [dirs[dist] / pkg for pkg, dist in distributions(repo).items()
                                   if dist != "onemodel"]
 
 
@@ -261,14 +261,23 @@ def test_the_interpreter_and_the_dynamic_plan_do_not_import_each_other():
     assert pair not in mutual_imports(ROOT)
 
 # -- private names across distributions --------------------------------------------------------
+def plugin_dirs(repo: pathlib.Path = REPO) -> dict[str, pathlib.Path]:
+    """Distribution name -> folder, for each plugins/* package and each examples/* package
+    (a folder with a pyproject.toml: the example plugin is copied by plugin authors)."""
+    dirs = [d for d in sorted((repo / "plugins").iterdir()) if d.is_dir()]
+    if (repo / "examples").is_dir():
+        dirs += [d for d in sorted((repo / "examples").iterdir())
+                 if (d / "pyproject.toml").is_file()]
+    return {d.name: d for d in dirs}
+
+
 def distributions(repo: pathlib.Path = REPO) -> dict[str, str]:
-    """Top-level package -> the distribution folder that ships it (``onemodel`` and each
-    ``plugins/*``)."""
+    """Top-level package -> the distribution that ships it (``onemodel`` and each plugin)."""
     found = {"onemodel": "onemodel"}
-    for dist in sorted((repo / "plugins").iterdir()):
+    for name, dist in plugin_dirs(repo).items():
         for pkg in sorted(dist.iterdir()):
             if (pkg / "__init__.py").is_file() and pkg.name != "tests":
-                found[pkg.name] = dist.name
+                found[pkg.name] = name
     return found
 
 
@@ -278,15 +287,15 @@ def _private(part: str) -> bool:
 
 def _sources(repo: pathlib.Path):
     """``(distribution, file, the folder its imports are relative to)`` for every module of
-    onemodel/ and plugins/*/ (their tests included)."""
+    onemodel/ and of each plugin (their tests included)."""
     for path in sorted((repo / "onemodel").rglob("*.py")):
         yield "onemodel", path, repo
-    for dist in sorted((repo / "plugins").iterdir()):
+    for name, dist in plugin_dirs(repo).items():
         for path in sorted(dist.rglob("*.py")):
             rel = path.relative_to(dist).parts
             if any(p == "build" or p.endswith(".egg-info") for p in rel):
                 continue
-            yield dist.name, path, dist
+            yield name, path, dist
 
 
 def private_imports(repo: pathlib.Path = REPO) -> dict[tuple[str, str], int]:
@@ -337,7 +346,7 @@ def test_the_private_check_sees_names_and_modules(tmp_path):
 @pytest.mark.parametrize("plugin", sorted(set(distributions().values()) - {"onemodel"}))
 def test_a_plugin_imports_no_other_plugin(plugin):
     owners = distributions()
-    dist = REPO / "plugins" / plugin
+    dist = plugin_dirs()[plugin]
     bad = [f"{path.relative_to(REPO)}:{line} imports {module}"
            for d, path, base in _sources(REPO) if d == plugin
            for line, module, _n, relative in imported(path, base)

@@ -11,6 +11,9 @@ from .graph import Node
 class NodeExecutionError(OneModelError, RuntimeError):
     """A kernel raised while a graph ran; the message names the node and its source line."""
 
+    node: Node | None = None  #: the node whose kernel raised
+    provider: str | None = None  #: the plugin whose kernel it was
+
 
 def node_error(node: Node, exc: BaseException, provider: str | None = None
                ) -> NodeExecutionError:

@@ -15,7 +15,7 @@ import errno
 import os
 import threading
 from collections.abc import Mapping
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import attrs
 import numpy as np
@@ -37,6 +37,10 @@ def _shape_entry(d) -> int | str:
     return str(d) if isinstance(d, Dim) else int(d)
 
 
+def _shape_tuple(entries: Iterable[int | str]) -> tuple:
+    return tuple(entries)
+
+
 @attrs.frozen
 class ValueInfo:
     """A session input or output: ``name``, ``dtype`` (a `DType`) and ``shape`` (ints, and strs
@@ -44,7 +48,7 @@ class ValueInfo:
 
     name: str
     dtype: DType
-    shape: tuple = attrs.field(converter=tuple)
+    shape: tuple = attrs.field(converter=_shape_tuple)
 
     def __str__(self) -> str:
         return f"{self.name}: {self.dtype}[{','.join(map(str, self.shape))}]"
@@ -205,7 +209,7 @@ class Session:
         arrays: dict[str, np.ndarray] = {}
         sig: list = []
         for v in self._input_values:
-            x = feeds.get(v.name)
+            x: Any = feeds.get(v.name)
             cls = type(x)
             if cls is np.ndarray:
                 arr = x
