@@ -7,9 +7,7 @@ import sys as _sys
 from . import registry
 from .core import DType, GradMode, Tensor, manual_seed, tensor
 from .core.ops_namespace import ops
-from .core.session import Session, SessionOutputs, ValueInfo, backends
-from . import formats, passes  # noqa: E402,F401  (they register passes and hand the core
-#                                 what it needs from them: see onemodel/core/layers.py)
+from .runtime import Session, SessionOutputs, ValueInfo, backends
 from .trace import TracedModel, Tracer, trace
 from .loading import load, load_onnx
 from .formats.checkpoint import load_checkpoint, save

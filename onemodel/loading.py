@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from .trace.traced_model import TracedModel
+from .runtime.traced_model import TracedModel
 
 
 def load(path: str | os.PathLike) -> TracedModel:

@@ -9,7 +9,7 @@ import pytest
 
 import onemodel as om
 from onemodel import GradMode, Tensor
-from onemodel.core.session import Session, backends
+from onemodel.runtime.session import Session, backends
 
 from .layer_rows import ROWS, Row
 

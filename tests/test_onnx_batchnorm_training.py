@@ -8,7 +8,7 @@ from onnx import TensorProto, helper  # noqa: E402
 
 import onemodel as om  # noqa: E402
 from onemodel.formats.onnx_import import OnnxImportError, from_onnx  # noqa: E402
-from onemodel.trace.traced_model import TracedModel  # noqa: E402
+from onemodel.runtime.traced_model import TracedModel  # noqa: E402
 
 
 def _model(shape, outputs=3, momentum=None, stats_type=TensorProto.FLOAT, opset=15,

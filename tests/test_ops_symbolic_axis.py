@@ -12,7 +12,7 @@ import pytest
 import onemodel as om
 from onemodel import Tensor
 from onemodel.core import Dim
-from onemodel.core.session import backends as installed_backends
+from onemodel.runtime.session import backends as installed_backends
 from onemodel.formats.onnx_export import to_onnx
 from onemodel.formats.onnx_import import from_onnx
 

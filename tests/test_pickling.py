@@ -38,7 +38,7 @@ def _globals_of(payload: bytes) -> set[str]:
 def test_traced_model_round_trips_through_onemodel_bytes(model):
     traced, shape = model
     payload = pickle.dumps(traced)
-    assert _globals_of(payload) == {"onemodel.trace.traced_model._traced_from_bytes"}
+    assert _globals_of(payload) == {"onemodel.runtime.traced_model._traced_from_bytes"}
     back = pickle.loads(payload)
     assert isinstance(back, om.TracedModel) and back is not traced
     assert back.input_names == traced.input_names
@@ -54,7 +54,7 @@ def test_session_unpickles_with_the_same_backend_and_settings(model, backend):
     with traced.create_session(backend=backend, optimization="basic", threads=1,
                                disabled=("constant_folding",)) as s:
         payload = pickle.dumps(s)
-        assert _globals_of(payload) == {"onemodel.core.session._session_from_bytes"}
+        assert _globals_of(payload) == {"onemodel.runtime.session._session_from_bytes"}
         with pickle.loads(payload) as back:
             assert (back.backend, back.optimization, back.threads) == (s.backend, "basic", 1)
             assert back._remake == s._remake
@@ -85,7 +85,7 @@ def test_closed_session_and_unplain_options_are_refused(model):
 
 
 def test_a_tampered_payload_is_refused_by_the_format_checks(model):
-    from onemodel.trace.traced_model import _traced_from_bytes
+    from onemodel.runtime.traced_model import _traced_from_bytes
 
     traced, _ = model
     good = pickle.loads(pickle.dumps(traced))

@@ -15,7 +15,7 @@ from onnx import TensorProto, helper  # noqa: E402
 from onemodel.formats.onnx_export import to_onnx  # noqa: E402
 from onemodel.formats.onnx_import import OnnxUnsupportedError  # noqa: E402
 from onemodel.formats.onnx_import import from_onnx as _graph_from_onnx  # noqa: E402
-from onemodel.trace.traced_model import TracedModel  # noqa: E402
+from onemodel.runtime.traced_model import TracedModel  # noqa: E402
 
 
 def from_onnx(model) -> TracedModel:

@@ -85,7 +85,7 @@ def _everywhere(traced, fn, feeds_list):
     ort = pytest.importorskip("onnxruntime")
     from onemodel.formats.onnx_export import to_onnx
     from onemodel.formats.onnx_import import from_onnx
-    from onemodel.trace.traced_model import TracedModel
+    from onemodel.runtime.traced_model import TracedModel
 
     proto = to_onnx(traced)
     onnx.checker.check_model(proto)

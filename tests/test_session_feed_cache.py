@@ -55,7 +55,7 @@ def test_a_clash_between_inputs_is_found_after_a_good_run():
 
 
 def test_cache_stays_bounded(traced):
-    from onemodel.core.session import _FEED_CACHE
+    from onemodel.runtime.session import _FEED_CACHE
 
     s = om.Session(traced)
     for batch in range(1, _FEED_CACHE + 10):

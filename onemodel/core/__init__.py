@@ -1,4 +1,5 @@
-"""Tensors, autograd, grad mode, symbolic sizes and (later) the graph IR and sessions."""
+"""Tensors, autograd, grad mode, symbolic sizes, the graph IR and the plans that run graphs
+(sessions, which also use the passes and the formats, are in `onemodel.runtime`)."""
 from .dtype import DType, promote_types
 from .grad_mode import GradMode
 from .random import manual_seed

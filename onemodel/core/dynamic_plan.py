@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .graph import Graph, live_nodes
-from .interpreter import node_error
+from .node_errors import node_error
 from .symbolic import Dim, SymbolicError
 
 

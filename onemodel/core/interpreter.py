@@ -8,15 +8,13 @@ from typing import Mapping
 
 import numpy as np
 
-from ..errors import OneModelError, SessionError
+from ..errors import SessionError
 from ..registry import REGISTRY
 from . import guards
-from .graph import Graph, Node
+from .dynamic_plan import DynamicPlan, data_symbols
+from .graph import Graph
+from .node_errors import NodeExecutionError, node_error
 from .symbolic import Dim, evaluate_nested
-
-
-class NodeExecutionError(OneModelError, RuntimeError):
-    """A kernel raised while a graph ran; the message names the node and its source line."""
 
 
 def bind_symbols(graph: Graph, arrays: Mapping[str, np.ndarray]) -> dict[str, int]:
@@ -44,27 +42,9 @@ def bind_symbols(graph: Graph, arrays: Mapping[str, np.ndarray]) -> dict[str, in
     return env
 
 
-def node_error(node: Node, exc: BaseException, provider: str | None = None
-               ) -> NodeExecutionError:
-    """The error for a kernel that raised while ``node`` ran: names the op, its outputs, the
-    recorded source line and the plugin whose kernel it was (``provider``; by default the op's
-    own plugin). The error keeps ``node`` and ``provider`` as attributes."""
-    if provider is None:
-        op = REGISTRY.tables().ops.get(node.op)
-        provider = getattr(op, "provider", None)
-    where = f", recorded at {node.source}" if node.source else ""
-    by = f", kernel from plugin {provider}" if provider else ""
-    err = NodeExecutionError(f"while executing node {node.op} -> %{', %'.join(node.outputs)}"
-                             f"{where}{by}: {type(exc).__name__}: {exc}")
-    err.node, err.provider = node, provider
-    return err
-
-
 def run_graph(graph: Graph, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     ops = REGISTRY.tables().ops
     env = bind_symbols(graph, feeds)
-    from .dynamic_plan import DynamicPlan, data_symbols
-
     if data_symbols(graph):  # sizes decided by tensor data: bound as the nodes run
         return DynamicPlan(graph, env, [o for o, _ in graph.outputs], ops).run(feeds)
     values: dict[str, np.ndarray] = dict(graph.initializers)
@@ -84,3 +64,8 @@ def run_graph(graph: Graph, feeds: Mapping[str, np.ndarray]) -> dict[str, np.nda
             want = graph.values[name].dtype.numpy
             values[name] = a if a.dtype == want else a.astype(want)
     return {o: values[v] for o, v in graph.outputs}
+
+
+# NodeExecutionError and node_error live in `node_errors` (the dynamic plan uses them too);
+# they stay importable from here, where runners of graphs have always found them.
+__all__ = ["NodeExecutionError", "bind_symbols", "node_error", "run_graph"]

@@ -33,7 +33,7 @@ from ..errors import OneModelError
 from . import fp_errors
 from .dynamic_plan import DynamicPlan, data_symbols
 from .graph import Graph, Node, live_nodes
-from .interpreter import node_error
+from .node_errors import node_error
 from .symbolic import evaluate, evaluate_nested
 from .threads import BLAS, check_threads
 from .types import TensorType

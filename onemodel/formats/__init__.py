@@ -48,17 +48,3 @@ def save(graph, path, opset=None):
     if os.fspath(path).lower().endswith(".onnx"):
         return save_onnx(graph, path, opset=opset)
     return save_graph(graph, path)
-
-
-def _provide() -> None:
-    """Hand the core what it needs from this layer (see `onemodel.core.layers`)."""
-    from ..core import layers
-
-    layers.provide("load", load)
-    layers.provide("save", save_graph)
-    layers.provide("save_onnx", save_onnx)
-    layers.provide("dumps", dumps)
-    layers.provide("loads", loads)
-
-
-_provide()

@@ -1,7 +1,7 @@
 """ONNX export: ``save_onnx(graph, path, opset=None)`` / ``to_onnx(graph, opset=None)``.
 
 Every OneModel node is lowered by its op record's ``onnx.export(ctx, node)`` (the tables live in
-each plugin's ``onnx_mapping.py``; fused ops' lowerings in ``onemodel/formats/onnx_fused.py``).
+each plugin's ``onnx_mapping.py``; a fused op's lowering sits on its own record, beside the op).
 A lowering reads the node (``node.op``, ``node.params``) and emits ONNX nodes through the
 `ExportContext` ``ctx``:
 

@@ -36,7 +36,7 @@ def _load_model(model: Any):
     from ..core.graph import Graph
     from ..formats import loads
     from ..loading import load
-    from ..trace.traced_model import TracedModel
+    from ..runtime.traced_model import TracedModel
 
     if type(model).__name__ == "ObjectRef":
         model = _require_ray().get(model)
@@ -126,7 +126,7 @@ def predict(dataset: Any, model: Any, *, actors: int = 1, batch_size: int | None
     put into Ray's object store once (as its OneModel bytes) rather than shipped per actor."""
     ray = _require_ray()
     from ..formats import dumps
-    from ..trace.traced_model import TracedModel
+    from ..runtime.traced_model import TracedModel
 
     if isinstance(actors, bool) or not isinstance(actors, int) or actors < 1:
         raise RayIntegrationError(f"actors must be a positive int, got {actors!r}")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from ..core import layers
 from ..core.graph import Graph
 from ..errors import ArgumentError, GraphError, OneModelError
 from ..registry.records import PassDef
@@ -123,6 +122,5 @@ def _register_builtin() -> None:
 
 
 _register_builtin()
-layers.provide("optimize", optimize)
 
 __all__ = ["LEVELS", "PassError", "passes_for", "run_pass", "optimize", "optimize_on_load"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 import attrs
 
@@ -72,7 +72,7 @@ class VjpContext:
 @attrs.frozen(kw_only=True)
 class OnnxSpec:
     """How an op maps to ONNX: ``export(ctx, node)`` emits ONNX nodes; ``imports`` maps an ONNX
-    op type to a rule turning one ONNX node into OneModel nodes. Filled by the formats work."""
+    op type to a rule turning one ONNX node into OneModel nodes (see docs/onnx.md)."""
 
     export: Callable | None = None
     imports: Mapping[str, Callable] = attrs.field(factory=dict)
@@ -410,4 +410,4 @@ RECORD_TYPES = {
 
 __all__ = ["REQUIRED", "Param", "Sample", "VjpContext", "OnnxSpec", "Pointwise", "OpCost",
            "OpTraits", "NO_TRAITS", "TORCH_NAME", "VIEW_KINDS", "BATCH_KINDS", "OpDef", "KernelDef",
-           "BackendDef", "PassDef", "ModuleDef", "RECORD_TYPES", "Iterable"]
+           "BackendDef", "PassDef", "ModuleDef", "RECORD_TYPES"]

@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from ..core.interpreter import run_graph
-from ..core.session import Session, backends as installed_backends
+from ..runtime.session import Session, backends as installed_backends
 from ..core.tensor import Tensor
 from ..errors import OneModelError
 from ..registry.manager import REGISTRY

@@ -24,7 +24,7 @@ from ..core.dispatch import apply
 from ..core.pointwise import function
 from ..core.grad_mode import GradMode
 from ..core.interpreter import run_graph
-from ..core.session import Session, backends as installed_backends
+from ..runtime.session import Session, backends as installed_backends
 from ..core.tensor import Tensor
 from ..formats.onnx_export import OnnxExportError, to_onnx
 from ..formats.onnx_import import OnnxUnsupportedError, from_onnx

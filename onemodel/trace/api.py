@@ -8,7 +8,7 @@ from typing import Callable
 from ..core.tensor import Tensor
 from ..errors import ArgumentError, TraceException
 from .check import check_trace
-from .traced_model import TracedModel
+from ..runtime.traced_model import TracedModel
 from .tracer import Tracer, prune_unused
 
 

@@ -231,7 +231,7 @@ class Tracer:
         """Stop recording and return the TracedModel. ``prune`` drops recorded nodes whose
         results nothing uses (a tensor made and never used); `om.trace` prunes after its check,
         which compares the graph with the eager run node by node."""
-        from .traced_model import TracedModel
+        from ..runtime.traced_model import TracedModel
 
         self._check_usable()
         self._deactivate()

@@ -183,7 +183,7 @@ def test_onnx_gru_default_reset_imports_natively(isa):
     from onnx import TensorProto, helper
 
     from onemodel.formats.onnx_import import from_onnx
-    from onemodel.trace.traced_model import TracedModel
+    from onemodel.runtime.traced_model import TracedModel
 
     rng = np.random.default_rng(4)
     h, size = 6, 3

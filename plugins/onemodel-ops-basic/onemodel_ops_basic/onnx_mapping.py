@@ -638,9 +638,7 @@ def _export_full(ctx, node):
         ctx.make_node("Identity", [ctx.const(np.full(shape, value, dtype=out.dtype.numpy),
                                              hint="full")], ctx.outputs(node))
         return
-    from onemodel.formats.onnx_export import _onnx
-
-    onnx = _onnx()
+    import onnx  # a dependency of onemodel itself
     tensor = onnx.numpy_helper.from_array(np.array([value], dtype=out.dtype.numpy), "value")
     ctx.make_node("ConstantOfShape", [ctx.shape(shape)], ctx.outputs(node), value=tensor)
 

@@ -11,7 +11,6 @@ from onemodel import GradMode, Tensor, ops
 from onemodel.core import tracing_hooks
 from onemodel.errors import ArgumentError
 from onemodel.nn import NnModule, Parameter, init
-from onemodel.nn.module import _addindent
 
 from ._util import new_param, positive_int, probability, reset_weight_and_bias, weight_and_bias
 
@@ -329,8 +328,8 @@ class ModuleList(NnModule):
                 runs.append([i, i, text])
         if not runs:
             return type(self).__name__ + "()"
-        lines = [_addindent(f"({a}): {t}" if a == b else f"({a}-{b}): {b - a + 1} x {t}", 2)
-                 for a, b, t in runs]
+        heads = [f"({a}): {t}" if a == b else f"({a}-{b}): {b - a + 1} x {t}" for a, b, t in runs]
+        lines = [h.replace("\n", "\n  ") for h in heads]  # a child's own lines, indented
         return type(self).__name__ + "(\n  " + "\n  ".join(lines) + "\n)"
 
 

@@ -3,12 +3,10 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
-
-from ..core import layers
 from ..core.graph import Graph
-from ..core.tensor import Tensor
 from ..errors import OneModelError
+from ..formats import dumps, loads, save_graph, save_onnx as write_onnx
+from .session import Session
 
 
 class TracedModel:
@@ -40,14 +38,6 @@ class TracedModel:
         return result[0] if len(result) == 1 else result
 
     def _run(self, feeds):
-        try:
-            from ..core.session import Session
-        except ImportError:  # sessions not available: the reference interpreter
-            from ..core.interpreter import run_graph
-
-            arrays = {n: (t._data if isinstance(t, Tensor) else np.asarray(t))
-                      for n, t in feeds.items()}
-            return {k: Tensor._wrap(v) for k, v in run_graph(self.graph, arrays).items()}
         if self._session is None:
             self._session = Session(self, optimization="all")
         return self._session.run(feeds)
@@ -57,23 +47,21 @@ class TracedModel:
         """A `Session` over this graph; ``backend="auto"`` takes the fastest installed backend
         that runs it; ``threads`` bounds the cores one run may use (BLAS included; None: the
         backend's default)."""
-        from ..core.session import Session
-
         return Session(self, backend=backend, optimization=optimization, threads=threads,
                        **options)
 
     def save(self, path: str | os.PathLike) -> None:
         """Save in the OneModel format (one file; see docs/format.md)."""
-        layers.service("save")(self.graph, path)  # the formats layer, above this one
+        save_graph(self.graph, path)
 
     def save_onnx(self, path: str | os.PathLike, opset: int | None = None) -> None:
         """Export to ONNX; symbolic axes become named dim_params."""
-        layers.service("save_onnx")(self.graph, path, opset=opset)
+        write_onnx(self.graph, path, opset=opset)
 
     def __reduce__(self):
         """Pickle as the graph's OneModel bytes: unpickling loads them by `om.load`'s safe path
         (no code from the payload), so a traced model travels to worker processes."""
-        return (_traced_from_bytes, (layers.service("dumps")(self.graph),))
+        return (_traced_from_bytes, (dumps(self.graph),))
 
     def close(self) -> None:
         if self._session is not None:
@@ -96,4 +84,4 @@ def _traced_from_bytes(data: bytes) -> TracedModel:
     if not isinstance(data, bytes):
         raise OneModelError(f"a pickled TracedModel must hold the model's bytes, got "
                             f"{type(data).__name__}")
-    return TracedModel(layers.service("loads")(data))
+    return TracedModel(loads(data))

@@ -15,25 +15,30 @@ import errno
 import os
 import threading
 from collections.abc import Mapping
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import attrs
 import numpy as np
 
+from ..core import guards
+from ..core.backend_choice import AUTO, BackendChoice, choose_backend
+from ..core.dtype import DType
+from ..core.graph import Graph, as_graph
+from ..core.symbolic import Dim, SymbolicError, evaluate
+from ..core.tensor import Tensor
+from ..core.threads import bounded, check_threads
 from ..errors import OneModelError, SessionError
-from . import guards, layers
-from .backend_choice import AUTO, BackendChoice, choose_backend
-from .dtype import DType
-from .graph import Graph, as_graph
-from .symbolic import Dim, SymbolicError, evaluate
-from .tensor import Tensor
-from .threads import bounded, check_threads
-
-LEVELS = ("none", "basic", "all")
+from ..formats import dumps, load, loads
+from ..passes import LEVELS, optimize
+from ..registry import REGISTRY
 
 
 def _shape_entry(d) -> int | str:
     return str(d) if isinstance(d, Dim) else int(d)
+
+
+def _shape_tuple(entries: Iterable[int | str]) -> tuple:
+    return tuple(entries)
 
 
 @attrs.frozen
@@ -43,7 +48,7 @@ class ValueInfo:
 
     name: str
     dtype: DType
-    shape: tuple = attrs.field(converter=tuple)
+    shape: tuple = attrs.field(converter=_shape_tuple)
 
     def __str__(self) -> str:
         return f"{self.name}: {self.dtype}[{','.join(map(str, self.shape))}]"
@@ -88,8 +93,6 @@ class SessionOutputs(Mapping):
 
 def backends() -> list[str]:
     """Names of the installed backends."""
-    from ..registry import REGISTRY
-
     return sorted(REGISTRY.tables().backends)
 
 
@@ -100,7 +103,7 @@ def _resolve_graph(model: Any) -> Graph:
         path = os.fspath(model)
         if not os.path.exists(path):
             raise FileNotFoundError(errno.ENOENT, "no model file", path)
-        return layers.service("load")(path)  # provided by the formats layer, above the core
+        return load(path)
     return as_graph(model, "Session (or a model file path)")
 
 
@@ -122,9 +125,6 @@ class Session:
     def __init__(self, model: Any, backend: str = AUTO, optimization: str = "all",
                  threads: int | None = None, *, disabled: Sequence[str] = (),
                  **backend_options: Any) -> None:
-        from ..registry import REGISTRY
-        optimize = layers.service("optimize")  # provided by the passes layer
-
         threads = check_threads(threads)
         graph = _resolve_graph(model)
         table = REGISTRY.tables().backends
@@ -209,7 +209,7 @@ class Session:
         arrays: dict[str, np.ndarray] = {}
         sig: list = []
         for v in self._input_values:
-            x = feeds.get(v.name)
+            x: Any = feeds.get(v.name)
             cls = type(x)
             if cls is np.ndarray:
                 arr = x
@@ -396,7 +396,7 @@ class Session:
                 raise OneModelError(f"this session cannot be pickled: backend option {key!r} "
                                     f"is a {type(value).__name__}; only numbers, strings, bools "
                                     f"and None travel")
-        data = layers.service("dumps")(self.graph)
+        data = dumps(self.graph)
         return (_session_from_bytes, (data, self.backend, optimization, threads, disabled,
                                       options))
 
@@ -421,7 +421,7 @@ def _session_from_bytes(data: bytes, backend: str, optimization: str, threads: i
     if not isinstance(data, bytes):
         raise OneModelError(f"a pickled session must hold the model's bytes, got "
                             f"{type(data).__name__}")
-    graph = layers.service("loads")(data)
+    graph = loads(data)
     return Session(graph, backend=backend, optimization=optimization, threads=threads,
                    disabled=disabled, **options)
 
