@@ -34,6 +34,7 @@ from . import fp_errors
 from .dynamic_plan import DynamicPlan, data_symbols
 from .graph import Graph, Node, live_nodes
 from .interpreter import node_error
+from .kernel_call import OutputCheck
 from .symbolic import evaluate, evaluate_nested
 from .threads import BLAS, check_threads
 from .types import TensorType
@@ -315,8 +316,7 @@ class _CodeGen:
     """Names for generated code: value -> variable, and constants passed into the closure."""
 
     def __init__(self) -> None:
-        self.closure: dict[str, Any] = {"_np_empty": np.empty, "_fix": _fix,
-                                        "_ndarray": np.ndarray}
+        self.closure: dict[str, Any] = {"_np_empty": np.empty, "_ndarray": np.ndarray}
         self.names: dict[str, str] = {}
         self.counter = 0
 
@@ -515,19 +515,21 @@ class Plan:
             lines.append((f"{', '.join(vs)} = {kname}({call_args})", node))
             names.update(zip(outs, vs))
         else:
+            # an op's own kernel: its result checked as everywhere (`kernel_call`), the full
+            # check only when it is not already an array of the inferred dtype and shape
             vs = [var("v") for _ in outs]
+            chk = const(OutputCheck([self.types[o] for o in outs], node.op, st.provider),
+                        "chk")
             if len(outs) == 1:
-                dt = const(self.types[outs[0]].dtype.numpy, "dt")
+                t = self.types[outs[0]]
+                dt = const(t.dtype.numpy, "dt")
+                shp = const(tuple(t.shape), "shape")
                 v = vs[0]
                 lines.append((f"{v} = {kname}({call_args})", node))
-                lines.append((f"if {v}.__class__ is not _ndarray or {v}.dtype is not {dt}: "
-                              f"{v} = _fix({v}, {dt})", node))
+                lines.append((f"if {v}.__class__ is not _ndarray or {v}.dtype is not {dt} "
+                              f"or {v}.shape != {shp}: {v} = {chk}({v})", node))
             else:
-                t = var("t")
-                lines.append((f"{t} = {kname}({call_args})", node))
-                for j, (o, v) in enumerate(zip(outs, vs)):
-                    dt = const(self.types[o].dtype.numpy, "dt")
-                    lines.append((f"{v} = _fix({t}[{j}], {dt})", node))
+                lines.append((f"{', '.join(vs)}, = {chk}({kname}({call_args}))", node))
             names.update(zip(outs, vs))
         return lines
 
@@ -610,14 +612,6 @@ class Plan:
     def describe(self) -> str:
         """The generated source (for debugging and the docs)."""
         return self.source
-
-
-def _fix(value, dtype) -> np.ndarray:
-    """A kernel's result as an array of the inferred dtype (as the interpreter does)."""
-    if isinstance(value, (tuple, list)) and len(value) == 1:
-        value = value[0]  # a one-output op may return a 1-tuple
-    a = np.asarray(value)
-    return a if a.dtype == dtype else a.astype(dtype)
 
 
 __all__ = ["OUT", "VIEW", "FRESH", "UNKNOWN", "ConstantType", "PlanKernel", "PlanError",

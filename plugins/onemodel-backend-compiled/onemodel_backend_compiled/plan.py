@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 from onemodel.core.interpreter import node_error
+from onemodel.core.kernel_call import check_outputs
 from onemodel.errors import OneModelError
 
 from . import _native
@@ -49,13 +50,6 @@ def batch_of(lw: Lowering) -> int:
         if len(shape) >= 2:
             return int(shape[0])
     return 1
-
-
-def _fix(value, dtype) -> np.ndarray:
-    if isinstance(value, (tuple, list)) and len(value) == 1:
-        value = value[0]
-    a = np.asarray(value)
-    return a if a.dtype == dtype else a.astype(dtype)
 
 
 class NativePlan:
@@ -224,14 +218,13 @@ class NativePlan:
                 args.append(feeds[spec[1]])
             else:
                 args.append(py[spec[1]])
+        types = self.lw.types
         try:
-            res = st.kernel(*args, **st.params)
+            res = check_outputs(st.kernel(*args, **st.params),
+                                [types[o] for o in st.node.outputs], st.node.op, st.provider)
         except Exception as exc:
             raise node_error(st.node, exc, st.provider) from exc
-        res = res if len(st.outputs) > 1 else (res,)
-        types = self.lw.types
-        for (kind, what), o, r in zip(st.outputs, st.node.outputs, res):
-            arr = _fix(r, types[o].dtype.numpy)
+        for (kind, what), o, arr in zip(st.outputs, st.node.outputs, res):
             if kind == "loc":
                 try:
                     np.copyto(_view(bufs, what), arr, casting="no")
