@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 import onemodel as om
-from onemodel_backend_compiled import _native, plan as native_plan
+from onemodel.core import adaptive
+from onemodel_backend_compiled import _native
 from tests import session_models as models
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -119,9 +120,9 @@ def _pool(session):
 
 @pytest.fixture(autouse=True)
 def always_the_pool(monkeypatch):
-    """Runs with a pool use it whatever the timings say (plan.py's adaptive choice would leave
+    """Runs with a pool use it whatever the timings say (the adaptive choice, core/adaptive.py, would leave
     it on a busy machine); test_the_faster_way_is_chosen_by_timing tests the choice."""
-    monkeypatch.setattr(native_plan, "MARGIN", float("inf"))
+    monkeypatch.setattr(adaptive, "MARGIN", float("inf"))
 
 
 @pytest.fixture(params=["measured", "everything"])
@@ -370,17 +371,17 @@ def test_sigint_during_split_runs_leaves_the_session_usable():
 def test_the_faster_way_is_chosen_by_timing(monkeypatch, margin, pool_runs):
     """After 2 x WARMUP runs alternating, the pool is used only when it was faster by the
     margin (0: never, inf: always), and one run in PROBE tries the other way again."""
-    monkeypatch.setattr(native_plan, "MARGIN", margin)
+    monkeypatch.setattr(adaptive, "MARGIN", margin)
     shape, traced = _traced("mlp")
     s = om.Session(traced, backend="compiled", threads=2)
     feeds = {"input": models.feed(shape, 64)}
     s.run(feeds)
     per_run = _pool(s).jobs
     assert per_run > 0
-    for _ in range(2 * native_plan.WARMUP - 1):
+    for _ in range(2 * adaptive.WARMUP_ROUNDS - 1):
         s.run(feeds)
-    assert _pool(s).jobs == per_run * native_plan.WARMUP
+    assert _pool(s).jobs == per_run * adaptive.WARMUP_ROUNDS
     jobs = _pool(s).jobs
-    for _ in range(2 * native_plan.PROBE):
+    for _ in range(2 * adaptive.PROBE):
         s.run(feeds)
     assert _pool(s).jobs - jobs == per_run * pool_runs
