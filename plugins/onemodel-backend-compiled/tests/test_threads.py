@@ -20,9 +20,8 @@ import pytest
 import onemodel as om
 from onemodel.core import adaptive
 from onemodel_backend_compiled import _native
-from tests import session_models as models
+from onemodel.testing import models
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 LINUX_TASKS = pytest.mark.skipif(not os.path.exists("/proc/self/task"),
                                  reason="needs Linux's /proc to count threads")
 
@@ -197,7 +196,7 @@ BUSY_SCRIPT = r'''
 import json, os, sys, threading, time
 import numpy as np
 import onemodel as om
-from tests import session_models as models
+from onemodel.testing import models
 threads, callers = int(sys.argv[1]), int(sys.argv[2])
 import threadpoolctl
 fn, shape = models.mlp(sizes=(512, 1024, 1024, 10))
@@ -251,7 +250,7 @@ def test_busy_threads_stay_within_the_bound(threads, callers):
     workers; no worker spins between runs); a second run at once finds the pool held and runs
     on its own thread, so at most threads + callers - 1; threads - 1 workers, started once."""
     proc = subprocess.run([sys.executable, "-c", BUSY_SCRIPT, str(threads), str(callers)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
                           env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout.strip().splitlines()[-1])
