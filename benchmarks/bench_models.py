@@ -1,10 +1,10 @@
 """The benchmark models (shared by test_bench_session.py and test_bench_backends.py): the models
-of tests/session_models.py and two recurrent layers, each with its input shape, symbolic axes
+of onemodel.testing.models and two recurrent layers, each with its input shape, symbolic axes
 and batch sizes."""
 from __future__ import annotations
 
 import onemodel as om
-from tests import session_models as models
+from onemodel.testing import models
 
 
 def _encoder():

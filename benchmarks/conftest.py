@@ -1,7 +1,7 @@
 import os
 import sys
 
-# the benchmarks share their models with the tests (tests/session_models.py, through
+# the benchmarks share their models with the tests (onemodel.testing.models, through
 # benchmarks/bench_models.py)
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)

@@ -16,16 +16,6 @@ RANK = {"errors": 0, "_version": 0, "registry": 1, "core": 2, "passes": 3, "form
         "runtime": 5, "trace": 6}
 TOP = 7
 
-#: Private imports across distributions that are known and being removed: (file, imported name)
-#: -> why. The lead deletes each entry once the branch that removes it is merged; an entry that
-#: no longer matches an import fails `test_known_private_imports_are_still_there`.
-KNOWN_PRIVATE_IMPORTS = {
-    ("plugins/onemodel-backend-threaded/onemodel_backend_threaded/parallel.py",
-     "onemodel.core.plan._CodeGen"): "h-seams makes the plan compiler's extension points public",
-    ("plugins/onemodel-backend-threaded/onemodel_backend_threaded/parallel.py",
-     "onemodel.core.plan._is_literal"): "h-seams makes the plan compiler's extension points public",
-}
-
 #: Import cycles among module-level imports that are known and being removed -> why (the lead
 #: deletes each once the branch that breaks it is merged; a stale entry fails a test).
 KNOWN_CYCLES = {
@@ -315,15 +305,9 @@ def private_imports(repo: pathlib.Path = REPO) -> dict[tuple[str, str], int]:
 
 
 def test_no_distribution_imports_a_private_name_of_another():
-    found = {k: line for k, line in private_imports().items() if k not in KNOWN_PRIVATE_IMPORTS}
+    found = private_imports()
     assert not found, "private imports across distributions (make the name public API):\n  " + \
         "\n  ".join(f"{f}:{line} imports {name}" for (f, name), line in sorted(found.items()))
-
-
-def test_known_private_imports_are_still_there():
-    gone = set(KNOWN_PRIVATE_IMPORTS) - set(private_imports())
-    assert not gone, ("these allowances are no longer needed; delete them from "
-                      f"KNOWN_PRIVATE_IMPORTS: {sorted(gone)}")
 
 
 def test_the_private_check_sees_names_and_modules(tmp_path):

@@ -1,9 +1,11 @@
-"""The threaded backend's adaptive choice (`adaptive.AdaptivePlan`): the parallel plan only when
+"""The threaded backend's adaptive choice (`adaptive.AdaptivePlan`, on `core.adaptive`): the parallel plan only when
 its recent median beats the sequential plan's by the margin; ties go to the sequential plan,
 which keeps one thread busy instead of several."""
 from __future__ import annotations
 
 import pytest
+
+from onemodel.core import adaptive as rule
 
 adaptive = pytest.importorskip("onemodel_backend_threaded.adaptive")
 
@@ -22,9 +24,9 @@ class FakePlan:
 
 def plan_with(seq, par):
     p = adaptive.AdaptivePlan([("sequential", FakePlan()), ("parallel", FakePlan())], "src")
-    p.times[0].extend(seq)
-    p.times[1].extend(par)
-    p._choose()
+    p.chooser.times[0].extend(seq)
+    p.chooser.times[1].extend(par)
+    p.chooser.choose()
     return p.chosen
 
 
@@ -41,13 +43,13 @@ def test_choice(seq, par, chosen):
 
 def test_runs_go_round_then_probe_the_other_candidate():
     p = adaptive.AdaptivePlan([("sequential", FakePlan()), ("parallel", FakePlan())], "src")
-    warm = adaptive.WARMUP_ROUNDS * 2
+    warm = rule.WARMUP_ROUNDS * 2
     for _ in range(warm):
         p.run({})
     seq, par = (c[1] for c in p.candidates)
-    assert seq.runs == par.runs == adaptive.WARMUP_ROUNDS
+    assert seq.runs == par.runs == rule.WARMUP_ROUNDS
     before = (seq.runs, par.runs)
-    for _ in range(adaptive.PROBE * 4):
+    for _ in range(rule.PROBE * 4):
         p.run({})
     chosen, other = (seq, par) if p.chosen == "sequential" else (par, seq)
     before_other = before[0] if other is seq else before[1]

@@ -14,6 +14,7 @@ from . import eager_cache, foreign, tracing_hooks
 from .autograd import GradNode
 from .dtype import DType, DTypeError
 from .grad_mode import GradMode
+from .kernel_call import check_outputs
 from .size_tensors import is_size_tensor, size_from_tensor
 from .symbolic import Dim
 from .symint import SymInt
@@ -326,34 +327,8 @@ def _records(op: OpDef, inputs: list) -> bool:
 
 
 def _checked_outputs(op: OpDef, out, out_types) -> list:
-    """The kernel's result as arrays of the inferred types (cast if needed), or an OpError."""
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    if len(outs) != len(out_types):
-        raise OpError(f"ops.{op.name}: the kernel returned {len(outs)} outputs, inference "
-                      f"{len(out_types)} (plugin {op.provider})")
-    arrays_out = []
-    for a, t in zip(outs, out_types):
-        raw = a
-        try:
-            a = np.asarray(a)
-            if a.dtype != t.dtype.numpy:
-                a = a.astype(t.dtype.numpy)
-        except (TypeError, ValueError) as exc:
-            raise OpError(f"ops.{op.name}: the kernel of plugin {op.provider} returned "
-                          f"{type(raw).__name__} {raw!r:.40}, not an array of {t}: {exc}"
-                          ) from None
-        if a.shape != tuple(t.shape) and not _data_sized(a.shape, t.shape):
-            raise OpError(f"ops.{op.name}: the kernel of plugin {op.provider} returned shape "
-                          f"{a.shape}, but its inference gives {t}")
-        arrays_out.append(a)
-    return arrays_out
-
-
-def _data_sized(actual: tuple, inferred: tuple) -> bool:
-    """Whether ``actual`` fits an inferred shape whose non-int sizes are *data sizes*: symbols
-    the op's data decides (``nonzero``'s count), which only the kernel's result can tell."""
-    return len(actual) == len(inferred) and all(
-        not isinstance(d, int) or d == n for n, d in zip(actual, inferred))
+    """The kernel's result as arrays of the inferred types (`kernel_call.check_outputs`)."""
+    return check_outputs(out, out_types, op.name, op.provider)
 
 
 def _results(op, inputs, arrays, arrays_out, params, saved, record, multi):

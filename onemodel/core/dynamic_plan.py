@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .graph import Graph, live_nodes
+from .kernel_call import check_outputs
 from .node_errors import node_error
 from .symbolic import Dim, SymbolicError
 
@@ -60,31 +61,6 @@ def evaluate_known(value: Any, env: Mapping[str, int]) -> Any:
     return value
 
 
-class DataShapeError(ValueError):
-    """A node's result does not have the shape the graph declares for it."""
-
-
-def _bind(shape: tuple, actual: tuple, env: dict, what: str) -> None:
-    if len(shape) != len(actual):
-        raise DataShapeError(f"{what} has shape {list(actual)}, but the graph declares rank "
-                             f"{len(shape)} ({[str(d) for d in shape]})")
-    for axis, (d, n) in enumerate(zip(shape, actual)):
-        if isinstance(d, Dim):
-            unknown = d.symbols() - env.keys()
-            if unknown:
-                if len(unknown) == 1 and d == Dim.symbol(next(iter(unknown))):
-                    env[next(iter(unknown))] = int(n)
-                    continue
-                raise DataShapeError(f"{what} axis {axis}: size {d} names data sizes "
-                                     f"{sorted(unknown)} that no earlier node decided")
-            want = d.evaluate(env)
-        else:
-            want = int(d)
-        if want != n:
-            raise DataShapeError(f"{what} axis {axis} has size {n}, but the graph declares {d} "
-                                 f"= {want}")
-
-
 class DynamicPlan:
     """One run signature of a graph with data sizes (see the module docstring)."""
 
@@ -100,6 +76,7 @@ class DynamicPlan:
         self.nodes = live_nodes(graph.nodes, self.wanted,
                                 lambda n: n.op in ops and not ops[n.op].is_pure(n.params))
         self.kernels = [ops[n.op].kernel for n in self.nodes]
+        self.providers = [ops[n.op].provider for n in self.nodes]
         names = sorted(data_symbols(graph))
         self.source = (f"# dynamic plan: data sizes {', '.join(names)} are read from results at "
                        f"run time; {len(self.nodes)} nodes run through their ops' kernels\n")
@@ -110,20 +87,15 @@ class DynamicPlan:
         graph = self.graph
         values: dict[str, np.ndarray] = dict(graph.initializers)
         values.update(feeds)
-        for node, kernel in zip(self.nodes, self.kernels):
+        for node, kernel, provider in zip(self.nodes, self.kernels, self.providers):
             args = [None if i is None else values[i] for i in node.inputs]
             try:
-                out = kernel(*args, **evaluate_known(dict(node.params), env))
-                outs = out if isinstance(out, (tuple, list)) else (out,)
-                for name, a in zip(node.outputs, outs):
-                    t = graph.values[name].type
-                    a = np.asarray(a)
-                    if a.dtype != t.dtype.numpy:
-                        a = a.astype(t.dtype.numpy)
-                    _bind(t.shape, a.shape, env, f"output %{name}")
-                    values[name] = a
+                outs = check_outputs(kernel(*args, **evaluate_known(dict(node.params), env)),
+                                     [graph.values[o].type for o in node.outputs], node.op,
+                                     provider, env)  # binds the data sizes this node decides
             except Exception as exc:  # noqa: BLE001 - name the node
                 raise node_error(node, exc) from exc
+            values.update(zip(node.outputs, outs))
         return {o: np.array(values[v], copy=True) for o, v in zip(self.output_names,
                                                                   self.wanted)}
 
@@ -131,4 +103,4 @@ class DynamicPlan:
         return self.source
 
 
-__all__ = ["DynamicPlan", "DataShapeError", "data_symbols", "evaluate_known"]
+__all__ = ["DynamicPlan", "data_symbols", "evaluate_known"]

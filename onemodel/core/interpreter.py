@@ -13,6 +13,7 @@ from ..registry import REGISTRY
 from . import guards
 from .dynamic_plan import DynamicPlan, data_symbols
 from .graph import Graph
+from .kernel_call import check_outputs
 from .node_errors import NodeExecutionError, node_error
 from .symbolic import Dim, evaluate_nested
 
@@ -55,14 +56,12 @@ def run_graph(graph: Graph, feeds: Mapping[str, np.ndarray]) -> dict[str, np.nda
         args = [values[i] if i is not None else None for i in node.inputs]
         params = evaluate_nested(dict(node.params), env)
         try:
-            out = op.kernel(*args, **params)
+            outs = check_outputs(op.kernel(*args, **params),
+                                 [graph.values[o].type for o in node.outputs], op.name,
+                                 op.provider, env)
         except Exception as exc:  # noqa: BLE001
             raise node_error(node, exc) from exc
-        outs = out if isinstance(out, (tuple, list)) else (out,)
-        for name, a in zip(node.outputs, outs):
-            a = np.asarray(a)
-            want = graph.values[name].dtype.numpy
-            values[name] = a if a.dtype == want else a.astype(want)
+        values.update(zip(node.outputs, outs))
     return {o: values[v] for o, v in graph.outputs}
 
 

@@ -33,6 +33,7 @@ from ..errors import OneModelError
 from . import fp_errors
 from .dynamic_plan import DynamicPlan, data_symbols
 from .graph import Graph, Node, live_nodes
+from .kernel_call import OutputCheck
 from .node_errors import node_error
 from .symbolic import evaluate, evaluate_nested
 from .threads import BLAS, check_threads
@@ -171,7 +172,9 @@ class PlanBackend:
 
 # -- building a plan -----------------------------------------------------------------------------
 @attrs.define
-class _Step:
+class PlanStep:
+    """One node of a plan with the kernel chosen for it (what `Plan.steps` holds)."""
+
     node: Node
     kernel: PlanKernel
     args: list  # value names (None for absent) actually passed
@@ -247,7 +250,8 @@ def literal(v) -> str | None:
     return None
 
 
-def _is_literal(v) -> bool:
+def is_literal(v) -> bool:
+    """Whether generated code can inline ``v`` (`literal`), not pass it as a constant."""
     return literal(v) is not None
 
 
@@ -268,8 +272,12 @@ def input_types(node: Node, types: Mapping[str, TensorType],
 
 
 def build_plan(graph: Graph, env: Mapping[str, int], output_names: Sequence[str],
-               kernels: Mapping[str, Any], ops: Mapping[str, Any]) -> "Plan":
-    """Compile ``graph`` at the sizes in ``env`` for ``output_names`` (see the module doc)."""
+               kernels: Mapping[str, Any], ops: Mapping[str, Any],
+               plan_class: type | None = None, **plan_options: Any) -> "Plan":
+    """Compile ``graph`` at the sizes in ``env`` for ``output_names`` (see the module doc).
+    ``plan_class`` (a `Plan` subclass: the plan compiler's extension point) is constructed with
+    the steps, types, feeds, constants, wanted values and output names, then ``plan_options``
+    as keywords."""
     out_map = dict(graph.outputs)
     wanted = [out_map[o] for o in output_names]
     # Keep the nodes the asked outputs need (and impure ones: they run for their effects).
@@ -280,7 +288,7 @@ def build_plan(graph: Graph, env: Mapping[str, int], output_names: Sequence[str]
     feeds = [v.name for v in graph.inputs]
     types = {name: _concrete(v.type, env) for name, v in graph.values.items()}
 
-    steps: list[_Step] = []
+    steps: list[PlanStep] = []
     for node in keep:
         op = ops.get(node.op)
         if op is None:
@@ -297,8 +305,9 @@ def build_plan(graph: Graph, env: Mapping[str, int], output_names: Sequence[str]
         if pk.kind == OUT and len(node.outputs) != 1:
             pk = attrs.evolve(pk, kind=UNKNOWN, fn=_OutAsFresh(pk.fn, types[node.outputs[0]]))
         args = list(node.inputs) if pk.inputs is None else [node.inputs[j] for j in pk.inputs]
-        steps.append(_Step(node, pk, args, _provider(op, kernels.get(node.op), pk)))
-    return Plan(graph, steps, types, feeds, consts, wanted, list(output_names))
+        steps.append(PlanStep(node, pk, args, _provider(op, kernels.get(node.op), pk)))
+    return (plan_class or Plan)(graph, steps, types, feeds, consts, wanted, list(output_names),
+                                **plan_options)
 
 
 class _OutAsFresh:
@@ -311,12 +320,13 @@ class _OutAsFresh:
         return self.fn(*arrays, out=np.empty(self.t.shape, self.t.dtype.numpy))
 
 
-class _CodeGen:
-    """Names for generated code: value -> variable, and constants passed into the closure."""
+class CodeGen:
+    """Names for generated code: value -> variable (``names``), and constants passed into the
+    closure (``const(obj)`` returns the variable that holds ``obj``; ``var(prefix)`` a fresh
+    name). `Plan.generate` makes one; a subclass may add its own closure entries."""
 
     def __init__(self) -> None:
-        self.closure: dict[str, Any] = {"_np_empty": np.empty, "_fix": _fix,
-                                        "_ndarray": np.ndarray}
+        self.closure: dict[str, Any] = {"_np_empty": np.empty, "_ndarray": np.ndarray}
         self.names: dict[str, str] = {}
         self.counter = 0
 
@@ -331,7 +341,25 @@ class _CodeGen:
 
 
 class Plan:
-    """One compiled shape signature: the generated source, its slots and a pool of runners."""
+    """One compiled shape signature: the generated source, its slots and a pool of runners.
+
+    A backend extends the plan compiler by subclassing (the threaded backend's `ParallelPlan`
+    does; docs/guide/backends.md, "Extending the plan compiler"). The constructor computes the
+    values' roots (which buffers each may alias), then calls two overridable steps:
+
+    * ``compute_slots(roots, pooled, defined, wanted)``: assign pooled buffers. It gets
+      ``roots`` (value -> frozenset of roots), ``pooled`` (slot root -> the value written into
+      it), ``defined`` (value -> index of its step) and ``wanted`` (the output values); it must
+      set ``self.roots``, ``self.slot_types`` (one `TensorType` per buffer) and
+      ``self.slot_of`` (slot root -> buffer index).
+    * ``generate(feeds, consts, wanted)``: write the code and end with `compile_functions`.
+      It may use `emit_step` (a step's lines), `emit_return` (the line building the outputs)
+      and a `CodeGen`.
+
+    ``run(feeds)`` may be overridden too; it takes a runner with `take_runner`, hands it back
+    with `return_runner`, and turns a failure into the node's error with `error_for`. Anything
+    else here (leading underscore) is the core's own and may change.
+    """
 
     def __init__(self, graph: Graph, steps: list, types: dict, feeds: list, consts: Mapping,
                  wanted: list, output_names: list) -> None:
@@ -342,7 +370,7 @@ class Plan:
         self._providers = {id(st.node): st.provider for st in steps}
         self._line_nodes: dict[int, Node] = {}
         self._assign(feeds, consts, wanted)
-        self._generate(feeds, consts, wanted)
+        self.generate(feeds, consts, wanted)
         self._idle: list = []
 
     # -- liveness and slots ----------------------------------------------------------------------
@@ -359,7 +387,7 @@ class Plan:
                     (kind, v), = rs
                     if kind in ("slot", "fresh"):
                         direct.add(v)
-        self._compute_slots(roots, pooled, defined, wanted)
+        self.compute_slots(roots, pooled, defined, wanted)
 
     def _roots(self, feeds, consts, direct):
         roots: dict[str, frozenset] = {}
@@ -391,7 +419,9 @@ class Plan:
                     roots[o] = frozenset().union(*in_roots, {("fresh", o)})
         return roots, pooled, defined
 
-    def _compute_slots(self, roots, pooled, defined, wanted) -> None:
+    def compute_slots(self, roots, pooled, defined, wanted) -> None:
+        """Assign the pooled buffers (an extension point: the class doc). Here: in node order,
+        a buffer is free again once every value aliasing its root has had its last use."""
         INF = len(self.steps) + 1
         last_use: dict[str, int] = {}
         for idx, st in enumerate(self.steps):
@@ -456,8 +486,10 @@ class Plan:
         return None
 
     # -- code generation -------------------------------------------------------------------------
-    def _generate(self, feeds, consts, wanted) -> None:
-        gen = _CodeGen()
+    def generate(self, feeds, consts, wanted) -> None:
+        """Write and compile the code (an extension point: the class doc). Here: one function
+        ``run(feeds)``, one line per step."""
+        gen = CodeGen()
         lines: list[tuple[str, Node | None]] = []
         for f in feeds:
             gen.names[f] = gen.var("i")
@@ -466,11 +498,11 @@ class Plan:
             gen.names[c] = gen.const(consts[c], "c")
         slot_vars = [f"s{i}" for i in range(len(self.slot_types))]
         for st in self.steps:
-            lines.extend(self._emit_step(st, gen, slot_vars))
-        lines.append((self._emit_return(gen.names, wanted), None))
-        self._compile(gen.closure, slot_vars, {"run(feeds)": lines}, "run")
+            lines.extend(self.emit_step(st, gen, slot_vars))
+        lines.append((self.emit_return(gen.names, wanted), None))
+        self.compile_functions(gen.closure, slot_vars, {"run(feeds)": lines}, "run")
 
-    def _emit_step(self, st: _Step, gen: "_CodeGen", slot_vars: list[str]
+    def emit_step(self, st: PlanStep, gen: "CodeGen", slot_vars: list[str]
                    ) -> list[tuple[str, Node]]:
         """The generated lines of one step (binding its outputs' variables in ``gen.names``)."""
         node, pk = st.node, st.kernel
@@ -478,21 +510,21 @@ class Plan:
         lines: list[tuple[str, Node]] = []
         fn = pk.fn
         args = ["None" if a is None else names[a] for a in st.args]
-        if isinstance(fn, _Bound) and all(_is_literal(v) for v in fn.params.values()):
+        if isinstance(fn, _Bound) and all(is_literal(v) for v in fn.params.values()):
             kname = const(fn.fn)
             kw = [f"{k}={literal(v)}" for k, v in fn.params.items()]
         elif isinstance(fn, _Bound):
             kname = const(fn.fn)
             kw = []
             for k, v in fn.params.items():
-                if _is_literal(v):
+                if is_literal(v):
                     kw.append(f"{k}={literal(v)}")
                 else:
                     kw.append(f"{k}={const(v, 'p')}")
         else:
             kname = const(fn)
             kw = []
-        extra = [literal(v) if _is_literal(v) else const(v, "e") for v in pk.extra]
+        extra = [literal(v) if is_literal(v) else const(v, "e") for v in pk.extra]
         call_args = ", ".join(args + extra + kw)
         outs = node.outputs
         if pk.kind == OUT:
@@ -515,23 +547,25 @@ class Plan:
             lines.append((f"{', '.join(vs)} = {kname}({call_args})", node))
             names.update(zip(outs, vs))
         else:
+            # an op's own kernel: its result checked as everywhere (`kernel_call`), the full
+            # check only when it is not already an array of the inferred dtype and shape
             vs = [var("v") for _ in outs]
+            chk = const(OutputCheck([self.types[o] for o in outs], node.op, st.provider),
+                        "chk")
             if len(outs) == 1:
-                dt = const(self.types[outs[0]].dtype.numpy, "dt")
+                t = self.types[outs[0]]
+                dt = const(t.dtype.numpy, "dt")
+                shp = const(tuple(t.shape), "shape")
                 v = vs[0]
                 lines.append((f"{v} = {kname}({call_args})", node))
-                lines.append((f"if {v}.__class__ is not _ndarray or {v}.dtype is not {dt}: "
-                              f"{v} = _fix({v}, {dt})", node))
+                lines.append((f"if {v}.__class__ is not _ndarray or {v}.dtype is not {dt} "
+                              f"or {v}.shape != {shp}: {v} = {chk}({v})", node))
             else:
-                t = var("t")
-                lines.append((f"{t} = {kname}({call_args})", node))
-                for j, (o, v) in enumerate(zip(outs, vs)):
-                    dt = const(self.types[o].dtype.numpy, "dt")
-                    lines.append((f"{v} = _fix({t}[{j}], {dt})", node))
+                lines.append((f"{', '.join(vs)}, = {chk}({kname}({call_args}))", node))
             names.update(zip(outs, vs))
         return lines
 
-    def _emit_return(self, names: Mapping[str, str], wanted) -> str:
+    def emit_return(self, names: Mapping[str, str], wanted) -> str:
         """The return line: copy whatever may alias a slot, a feed, a constant or an earlier
         output."""
         seen_roots: set = set()
@@ -543,7 +577,7 @@ class Plan:
             rets.append(f"{names[w]}.copy()" if shared else names[w])
         return f"return ({', '.join(rets)}{',' if len(rets) == 1 else ''})"
 
-    def _compile(self, closure: dict, slot_vars: list[str],
+    def compile_functions(self, closure: dict, slot_vars: list[str],
                  functions: Mapping[str, list], returns: str) -> None:
         """Compile ``functions`` (signature -> lines) inside one runner factory that allocates
         the slots and returns ``returns``; sets ``source``, ``closure`` and ``_make_runner``."""
@@ -581,24 +615,41 @@ class Plan:
         """A new function with its own buffers (for one thread at a time)."""
         return self._make_runner(self._alloc)
 
-    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        idle = self._idle
+    def take_runner(self) -> Any:
+        """An idle runner of this plan, or a new one (`runner`); hand it back with
+        `return_runner` once no thread uses its buffers any more."""
         try:
-            r = idle.pop()
+            return self._idle.pop()
         except IndexError:
-            r = self.runner()
+            return self.runner()
+
+    def return_runner(self, runner: Any) -> None:
+        self._idle.append(runner)
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        r = self.take_runner()
         try:
             outs = r(feeds)
         except Exception as exc:
-            node = self._failing_node(exc)
-            if node is None:
+            err = self.error_for(exc)
+            if err is None:
                 raise
-            raise node_error(node, exc, self._providers.get(id(node))) from exc
+            raise err from exc
         finally:
-            idle.append(r)
+            self.return_runner(r)
         return dict(zip(self.output_names, outs))
 
-    def _failing_node(self, exc: BaseException) -> Node | None:
+    def error_for(self, exc: BaseException) -> BaseException | None:
+        """The error naming the node whose generated line raised ``exc`` (its op, outputs,
+        source line and kernel's plugin: `interpreter.node_error`), or None when no node's
+        line did."""
+        node = self.failing_node(exc)
+        if node is None:
+            return None
+        return node_error(node, exc, self._providers.get(id(node)))
+
+    def failing_node(self, exc: BaseException) -> Node | None:
+        """The node whose generated line raised ``exc`` (the innermost one), or None."""
         tb = exc.__traceback__
         found = None
         while tb is not None:
@@ -612,13 +663,6 @@ class Plan:
         return self.source
 
 
-def _fix(value, dtype) -> np.ndarray:
-    """A kernel's result as an array of the inferred dtype (as the interpreter does)."""
-    if isinstance(value, (tuple, list)) and len(value) == 1:
-        value = value[0]  # a one-output op may return a 1-tuple
-    a = np.asarray(value)
-    return a if a.dtype == dtype else a.astype(dtype)
-
-
 __all__ = ["OUT", "VIEW", "FRESH", "UNKNOWN", "ConstantType", "PlanKernel", "PlanError",
-           "CompiledGraph", "PlanBackend", "Plan", "build_plan"]
+           "CompiledGraph", "PlanBackend", "Plan", "PlanStep", "CodeGen", "build_plan",
+           "input_types", "literal", "is_literal"]

@@ -8,6 +8,9 @@
   op's samples on one backend, against the reference interpreter.
 * The sample helpers (`sample_tensors`, `call_sample`, `bind_sample`, `sample_graph`) are the one
   way to turn a `Sample` into a call or a one-node graph.
+* For a plugin's own tests (imported as submodules, so they run from an installed copy too):
+  `models` (small op-written models and their feeds, for backends), `passes` (running and
+  comparing one pass) and `numerics` (results with NaN and infinities against a reference).
 
 Each failure is an `OpCheckError` (an AssertionError) naming the op, the sample and the check.
 """

@@ -22,6 +22,7 @@ import attrs
 import numpy as np
 
 from onemodel.core.graph import Graph, Node, live_nodes
+from onemodel.core.kernel_call import check_outputs, fold_fits
 from onemodel.core.symbolic import evaluate, evaluate_nested
 from onemodel.core.types import TensorType
 
@@ -321,9 +322,6 @@ class Lowering:
             return value, tuple(sorted(self.env.items()))
         return value
 
-    #: the largest value (elements) folded into a constant of the plan
-    FOLD_MAX = 1 << 16
-
     def _fold(self, node: Node, params: dict) -> bool:
         """Compute a node whose inputs are all constants (or that has none) once, for this
         shape signature: its outputs become constants. A text model's position ids (arange over
@@ -333,25 +331,17 @@ class Lowering:
         if op is None or not op.is_pure(node.params) \
                 or any(o in self.wanted for o in node.outputs) \
                 or any(v is not None and v not in self.consts for v in node.inputs) \
-                or any(math.prod(self.types[o].shape) > self.FOLD_MAX for o in node.outputs):
+                or not fold_fits([self.types[o] for o in node.outputs]):
             return False
-        kernel, _ = self._numpy_kernel(node, op, params)
+        kernel, provider = self._numpy_kernel(node, op, params)
         try:
             with np.errstate(all="ignore"):
                 res = kernel(*[None if v is None else self.consts[v] for v in node.inputs],
                              **params)
+            res = check_outputs(res, [self.types[o] for o in node.outputs], node.op, provider)
         except Exception:  # noqa: BLE001 - run on numpy at run time, where it names the node
             return False
-        res = res if len(node.outputs) > 1 else (res,)
-        out = {}
-        for o, r in zip(node.outputs, res):
-            if isinstance(r, (tuple, list)) and len(r) == 1:
-                r = r[0]
-            a = np.asarray(r)
-            a = a if a.dtype == self.types[o].dtype.numpy else a.astype(self.types[o].dtype.numpy)
-            if a.shape != tuple(self.types[o].shape):
-                return False
-            out[o] = a
+        out = dict(zip(node.outputs, res))
         self.consts.update(out)
         self.folded.update(out)
         return True

@@ -2,12 +2,11 @@
 steps between them, outputs written straight into the arrays handed back where possible."""
 from __future__ import annotations
 
-import collections
-import time
-
 import numpy as np
 
+from onemodel.core.adaptive import TimedChoice
 from onemodel.core.interpreter import node_error
+from onemodel.core.kernel_call import check_outputs
 from onemodel.errors import OneModelError
 
 from . import _native
@@ -33,15 +32,6 @@ def _typed(bufs, loc: Loc, dtype) -> np.ndarray:
     return v if dtype == np.float32 else v.astype(dtype)
 
 
-#: With a pool, whether a run uses it is chosen by timing, as the threaded backend's
-#: AdaptivePlan does: the first 2 * WARMUP runs alternate (the pool first), then the faster way
-#: (median of its last WINDOW runs; the pool only when at least 1 - MARGIN faster) runs, and
-#: one run in PROBE runs the other way again. Splits that pay on free cores lose when another
-#: program holds them (branches8 at batch 64 ran 1.34x slower on 2 threads with the second
-#: core taken); this notices within a few dozen runs.
-WARMUP, PROBE, WINDOW, MARGIN = 3, 16, 7, 0.95
-
-
 def batch_of(lw: Lowering) -> int:
     """The run's batch: the leading dimension of the first feed with two or more (1 if none)."""
     for f in lw.feeds:
@@ -49,13 +39,6 @@ def batch_of(lw: Lowering) -> int:
         if len(shape) >= 2:
             return int(shape[0])
     return 1
-
-
-def _fix(value, dtype) -> np.ndarray:
-    if isinstance(value, (tuple, list)) and len(value) == 1:
-        value = value[0]
-    a = np.asarray(value)
-    return a if a.dtype == dtype else a.astype(dtype)
 
 
 class NativePlan:
@@ -67,9 +50,11 @@ class NativePlan:
         #: the session's intra-op threads (`_native.Pool`), None at batch 1: a hand-off costs
         #: more than it saves on the small instructions of one sample
         self.pool = pool if batch_of(lw) > 1 else None
-        self._count = 0
-        self._times = (collections.deque(maxlen=WINDOW), collections.deque(maxlen=WINDOW))
-        self.use_pool = True
+        #: with a pool, whether a run uses it is chosen by timing (`onemodel.core.adaptive`;
+        #: running alone is the baseline, the pool is tried first). Splits that pay on free
+        #: cores lose when another program holds them (branches8 at batch 64 ran 1.34x slower
+        #: on 2 threads with the second core taken); this notices within a few dozen runs.
+        self.chooser = TimedChoice(2, start=1)
         self.segments = lw.segments
         self.output_names = lw.output_names
         self.source = lw.describe()
@@ -127,18 +112,14 @@ class NativePlan:
             if self._one is not None:
                 return self._run_one(feeds, None)
             return self._run(feeds, None)
-        n = self._count
-        self._count = n + 1
-        warm = n < 2 * WARMUP
-        use = (n % 2 == 0) if warm else (self.use_pool != (n % PROBE == 0))
-        t0 = time.perf_counter()
-        out = (self._run_one if self._one is not None else self._run)(
-            feeds, self.pool if use else None)
-        self._times[use].append(time.perf_counter() - t0)
-        if (n == 2 * WARMUP - 1 or (not warm and n % PROBE == 0)) and all(self._times):
-            alone, split = (sorted(t)[len(t) // 2] for t in self._times)
-            self.use_pool = split < MARGIN * alone
-        return out
+        run = self._run_one if self._one is not None else self._run
+        pool = self.pool
+        return self.chooser.run(lambda use: run(feeds, pool if use else None))
+
+    @property
+    def use_pool(self) -> bool:
+        """Whether most runs use the pool now."""
+        return self.chooser.choice == 1
 
     def _run_one(self, feeds, pool) -> dict:
         try:
@@ -224,14 +205,13 @@ class NativePlan:
                 args.append(feeds[spec[1]])
             else:
                 args.append(py[spec[1]])
+        types = self.lw.types
         try:
-            res = st.kernel(*args, **st.params)
+            res = check_outputs(st.kernel(*args, **st.params),
+                                [types[o] for o in st.node.outputs], st.node.op, st.provider)
         except Exception as exc:
             raise node_error(st.node, exc, st.provider) from exc
-        res = res if len(st.outputs) > 1 else (res,)
-        types = self.lw.types
-        for (kind, what), o, r in zip(st.outputs, st.node.outputs, res):
-            arr = _fix(r, types[o].dtype.numpy)
+        for (kind, what), o, arr in zip(st.outputs, st.node.outputs, res):
             if kind == "loc":
                 try:
                     np.copyto(_view(bufs, what), arr, casting="no")

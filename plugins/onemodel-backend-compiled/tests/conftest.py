@@ -1,12 +1,8 @@
+"""The compiled backend's tests run from an installed copy too: their models come from
+`onemodel.testing.models`, nothing from the repository's tests/ folder."""
 import os
-import sys
 
 import pytest
-
-# these tests share the session models of the repository's tests (tests/session_models.py)
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 # every plan lowered here (and in the tests' subprocesses) is validated as a loaded one is
 # (plan_check.py): a legitimate plan the validator refused would fail its test

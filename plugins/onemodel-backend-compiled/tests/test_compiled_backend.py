@@ -22,8 +22,8 @@ from onemodel.core.types import TensorType
 from onemodel.registry import OpDef, OpTraits, Param, Pointwise, Sample, hookimpl
 from onemodel_backend_compiled import _native
 from onemodel_backend_compiled.rules import RULES
-from tests import session_models as models
-from tests.special_values import assert_specials_then_close
+from onemodel.testing import models
+from onemodel.testing.numerics import assert_specials_then_close
 
 RTOL, ATOL = 1e-4, 1e-5
 MODELS = {

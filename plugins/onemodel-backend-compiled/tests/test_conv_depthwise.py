@@ -11,7 +11,7 @@ import pytest
 
 import onemodel as om
 from onemodel import Tensor
-from tests.special_values import assert_specials_then_close
+from onemodel.testing.numerics import assert_specials_then_close
 
 RTOL, ATOL = 1e-4, 1e-4
 

@@ -10,7 +10,7 @@ import pytest
 
 import onemodel as om
 from onemodel import Tensor
-from tests.special_values import assert_specials_then_close
+from onemodel.testing.numerics import assert_specials_then_close
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -222,7 +222,7 @@ def test_one_session_from_eight_threads_at_several_batch_sizes():
     and the session's cached feed checks never hand a run another batch's plan."""
     import threading
 
-    from tests import session_models as models
+    from onemodel.testing import models
 
     fn, shape = models.cnn()
     traced = models.trace(fn, shape, axes=("batch",))

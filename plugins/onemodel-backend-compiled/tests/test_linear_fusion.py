@@ -11,7 +11,7 @@ import pytest
 
 import onemodel as om
 from onemodel import Tensor
-from tests import session_models as models
+from onemodel.testing import models
 
 ops = om.ops
 RTOL, ATOL = 1e-4, 1e-5

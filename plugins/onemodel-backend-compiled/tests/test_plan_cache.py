@@ -24,11 +24,7 @@ import onemodel as om
 from onemodel import Tensor
 from onemodel import cache as disk
 from onemodel.errors import OneModelError
-from tests import session_models as models
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-
+from onemodel.testing import models
 
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 import onemodel as om
-from onemodel_backend_compiled import _native, plan as native_plan
-from tests import session_models as models
+from onemodel.core import adaptive
+from onemodel_backend_compiled import _native
+from onemodel.testing import models
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 LINUX_TASKS = pytest.mark.skipif(not os.path.exists("/proc/self/task"),
                                  reason="needs Linux's /proc to count threads")
 
@@ -119,9 +119,9 @@ def _pool(session):
 
 @pytest.fixture(autouse=True)
 def always_the_pool(monkeypatch):
-    """Runs with a pool use it whatever the timings say (plan.py's adaptive choice would leave
+    """Runs with a pool use it whatever the timings say (the adaptive choice, core/adaptive.py, would leave
     it on a busy machine); test_the_faster_way_is_chosen_by_timing tests the choice."""
-    monkeypatch.setattr(native_plan, "MARGIN", float("inf"))
+    monkeypatch.setattr(adaptive, "MARGIN", float("inf"))
 
 
 @pytest.fixture(params=["measured", "everything"])
@@ -196,7 +196,7 @@ BUSY_SCRIPT = r'''
 import json, os, sys, threading, time
 import numpy as np
 import onemodel as om
-from tests import session_models as models
+from onemodel.testing import models
 threads, callers = int(sys.argv[1]), int(sys.argv[2])
 import threadpoolctl
 fn, shape = models.mlp(sizes=(512, 1024, 1024, 10))
@@ -250,7 +250,7 @@ def test_busy_threads_stay_within_the_bound(threads, callers):
     workers; no worker spins between runs); a second run at once finds the pool held and runs
     on its own thread, so at most threads + callers - 1; threads - 1 workers, started once."""
     proc = subprocess.run([sys.executable, "-c", BUSY_SCRIPT, str(threads), str(callers)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
                           env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -370,17 +370,17 @@ def test_sigint_during_split_runs_leaves_the_session_usable():
 def test_the_faster_way_is_chosen_by_timing(monkeypatch, margin, pool_runs):
     """After 2 x WARMUP runs alternating, the pool is used only when it was faster by the
     margin (0: never, inf: always), and one run in PROBE tries the other way again."""
-    monkeypatch.setattr(native_plan, "MARGIN", margin)
+    monkeypatch.setattr(adaptive, "MARGIN", margin)
     shape, traced = _traced("mlp")
     s = om.Session(traced, backend="compiled", threads=2)
     feeds = {"input": models.feed(shape, 64)}
     s.run(feeds)
     per_run = _pool(s).jobs
     assert per_run > 0
-    for _ in range(2 * native_plan.WARMUP - 1):
+    for _ in range(2 * adaptive.WARMUP_ROUNDS - 1):
         s.run(feeds)
-    assert _pool(s).jobs == per_run * native_plan.WARMUP
+    assert _pool(s).jobs == per_run * adaptive.WARMUP_ROUNDS
     jobs = _pool(s).jobs
-    for _ in range(2 * native_plan.PROBE):
+    for _ in range(2 * adaptive.PROBE):
         s.run(feeds)
     assert _pool(s).jobs - jobs == per_run * pool_runs

@@ -13,7 +13,7 @@ thread. Printed per case: the medians, t2/t1 of each, compiled / ORT at 2 and at
 the parallel capacity (two threads' GEMM throughput over one's; 2.0 = both cores free) before
 and after.
 
-The threads=2 session chooses by timing whether its runs use the pool (plan.py); ``MARGIN=inf``
+The threads=2 session chooses by timing whether its runs use the pool (onemodel.core.adaptive); ``MARGIN=inf``
 makes it always use it (but for one probe run in 16), to measure the splits themselves.
 ``SPLIT_MIN_WORK=<flops>`` sets the least work of a part on another thread
 (`_native.split_min_work`, csrc/om_split.h) to measure the rule itself.
@@ -34,7 +34,8 @@ import threadpoolctl  # noqa: E402
 
 import onemodel as om  # noqa: E402
 from onemodel.tools.bench import ort_runner, parallel_capacity  # noqa: E402
-from onemodel_backend_compiled import _native, plan as native_plan  # noqa: E402
+from onemodel.core import adaptive  # noqa: E402
+from onemodel_backend_compiled import _native  # noqa: E402
 
 from bench_models import model as traced_model, models  # noqa: E402
 
@@ -76,11 +77,11 @@ def measure(name: str, batch: int, secs: float) -> str:
         c2 = om.Session(traced, backend="compiled", threads=2)
         same = c1.run(feeds)["output"].numpy().tobytes() == c2.run(feeds)["output"].numpy().tobytes()
         plan = c2._compiled.plan({"batch": batch})
-        jobs, count = c2._compiled.pool.jobs, plan._count
+        jobs, count = c2._compiled.pool.jobs, plan.chooser.count
         # compiled first, then ONNX Runtime, never interleaved: ORT's spinning threads would
         # take the core the compiled session's worker needs
         ours, r1 = blocks({"c1": lambda: c1.run(feeds), "c2": lambda: c2.run(feeds)}, secs)
-        splits = (c2._compiled.pool.jobs - jobs) / max(1, plan._count - count)
+        splits = (c2._compiled.pool.jobs - jobs) / max(1, plan.chooser.count - count)
         theirs, r2 = blocks({"ort1": ort_runner(path, 1, feeds), "ort2": ort_runner(path, 2, feeds)},
                             secs)
     med = {**ours, **theirs}
@@ -105,8 +106,8 @@ def handoff(secs: float) -> str:
         traced = models.trace(fn, shape)
     s = om.Session(traced, backend="compiled", threads=2)
     feeds = {"input": models.feed(shape, 64)}
-    before, margin = _native.split_min_work(), native_plan.MARGIN
-    native_plan.MARGIN = float("inf")  # the pool on every run (but one probe in 16)
+    before, margin = _native.split_min_work(), adaptive.MARGIN
+    adaptive.MARGIN = float("inf")  # the pool on every run (but one probe in 16)
 
     def run(work):
         def call():
@@ -124,7 +125,7 @@ def handoff(secs: float) -> str:
     splits = (s._compiled.pool.jobs - jobs) // 2 or 1  # (one of the two may be a probe)
     med, rounds = blocks(calls, secs)
     _native.split_min_work(before)
-    native_plan.MARGIN = margin
+    adaptive.MARGIN = margin
     return (f"hand-off: deep100-b64 {med['whole'] * 1e6:.1f} us unsplit, {med['split'] * 1e6:.1f} us "
             f"with {splits} splits: {(med['split'] - med['whole']) / splits * 1e6:+.2f} us a split"
             f" (capacity {parallel_capacity(0.05):.2f})")
@@ -133,7 +134,7 @@ def handoff(secs: float) -> str:
 def main(argv) -> None:
     secs = float(os.environ.get("SECS", "2"))
     if "MARGIN" in os.environ:
-        native_plan.MARGIN = float(os.environ["MARGIN"])
+        adaptive.MARGIN = float(os.environ["MARGIN"])
     if "SPLIT_MIN_WORK" in os.environ:
         _native.split_min_work(float(os.environ["SPLIT_MIN_WORK"]))
     print(f"load {os.getloadavg()[0]:.2f}, split_min_work {_native.split_min_work():.3g}",

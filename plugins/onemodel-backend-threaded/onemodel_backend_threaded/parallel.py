@@ -29,8 +29,7 @@ from typing import Mapping
 
 import attrs
 
-from onemodel.core.interpreter import node_error
-from onemodel.core.plan import OUT, Plan, _CodeGen, _is_literal, literal
+from onemodel.core.plan import OUT, CodeGen, Plan, is_literal, literal
 
 from .execute import Par, Run, execute
 
@@ -71,7 +70,7 @@ class ParallelPlan(Plan):
             helper_slots=range(min(pool.workers, threads - 1)), pool=pool)
 
     # -- liveness on the parallel schedule -------------------------------------------------------
-    def _compute_slots(self, roots, pooled, defined, wanted) -> None:
+    def compute_slots(self, roots, pooled, defined, wanted) -> None:
         self.roots = roots
         sched = self.schedule
         n = len(self.steps)
@@ -170,8 +169,8 @@ class ParallelPlan(Plan):
         return None
 
     # -- code generation: one function per task ------------------------------------------------
-    def _generate(self, feeds, consts, wanted) -> None:
-        gen = _CodeGen()
+    def generate(self, feeds, consts, wanted) -> None:
+        gen = CodeGen()
         gen.closure["_par"] = Par(self.pool)
         feed_set = set(feeds)
         for f in feeds:
@@ -188,7 +187,7 @@ class ParallelPlan(Plan):
             lines = []
             for kind, j in t.units:
                 if kind == "step":
-                    lines.extend(self._emit_step(self.steps[j], gen, slot_vars))
+                    lines.extend(self.emit_step(self.steps[j], gen, slot_vars))
                 else:
                     lines.extend(self._emit_region(sched.regions[j], gen, slot_vars, slot_set,
                                                    set(consts), pieces_src))
@@ -234,10 +233,10 @@ class ParallelPlan(Plan):
             lines += [(text, None) for text in stores[t.index].values()]
             functions[f"t{t.index}(feeds, vals)"] = lines
         fin_lines = [(text, None) for text in loads[fin].values()]
-        fin_lines.append((self._emit_return(gen.names, wanted), None))
+        fin_lines.append((self.emit_return(gen.names, wanted), None))
         functions["fin(feeds, vals)"] = fin_lines
         names = "".join(f"t{t.index}, " for t in sched.tasks)
-        self._compile(gen.closure, slot_vars, functions, f"({names}), fin")
+        self.compile_functions(gen.closure, slot_vars, functions, f"({names}), fin")
 
     def _emit_region(self, reg, gen, slot_vars, slot_set, const_set, pieces_src) -> list:
         """The task's lines for a batch region; its piece functions go into ``pieces_src``."""
@@ -280,7 +279,7 @@ class ParallelPlan(Plan):
                         params[full] = None
                     args.append(f"{full}[{lo}:{hi}]" if sl else full)
                 k = const(fn)
-                extra_args = [literal(e) if _is_literal(e) else const(e, "e") for e in extra]
+                extra_args = [literal(e) if is_literal(e) else const(e, "e") for e in extra]
                 call = ", ".join(args + extra_args)
                 o = st.node.outputs[0]
                 if info.kind == OUT:
@@ -317,17 +316,13 @@ class ParallelPlan(Plan):
                 again.append(s)
                 used_after.update(a for a in st.args if a is not None)
         for s in reversed(again):
-            lines.extend(self._emit_step(self.steps[s], gen, slot_vars))
+            lines.extend(self.emit_step(self.steps[s], gen, slot_vars))
         return lines
 
     # -- running ---------------------------------------------------------------------------------
     def run(self, feeds: Mapping) -> dict:
         """Run on the pool (BLAS is bounded by the caller, `backend.ThreadedGraph`)."""
-        idle = self._idle
-        try:
-            r = idle.pop()
-        except IndexError:
-            r = self.runner()
+        r = self.take_runner()
         fns, fin = r
         rt = self._rt
         rt.pool.start()
@@ -336,17 +331,17 @@ class ParallelPlan(Plan):
             execute(run)
             outs = fin(feeds, run.vals)
         except Exception as exc:
-            node = self._failing_node(exc)
-            if node is None:
+            err = self.error_for(exc)
+            if err is None:
                 raise
-            raise node_error(node, exc, self._providers.get(id(node))) from exc
+            raise err from exc
         finally:
             # Back to the plan only when no helper is inside the run any more (`execute` waits
             # for them unless a second interrupt cut that wait short): a cancelled run's
             # buffers are never handed to the next run while a worker may still write them.
             run.cancelled = True
             if not run.active:
-                idle.append(r)
+                self.return_runner(r)
         return dict(zip(self.output_names, outs))
 
     def describe(self) -> str:

@@ -1,4 +1,4 @@
-from .helpers import apply, assert_same, const, counts, ops, traced
+from onemodel.testing.passes import apply, assert_same, const, counts, ops, traced
 
 W, B = const(6), const(6, seed=1)
 

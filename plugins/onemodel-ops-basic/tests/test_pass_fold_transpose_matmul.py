@@ -2,7 +2,7 @@ import numpy as np
 
 import onemodel as om
 
-from .helpers import apply, counts, ops
+from onemodel.testing.passes import apply, counts, ops
 
 
 def _two_inputs(fn):

@@ -1,6 +1,6 @@
 import math
 
-from .helpers import apply, assert_same, counts, ops, traced
+from onemodel.testing.passes import apply, assert_same, counts, ops, traced
 
 C = math.sqrt(2 / math.pi)
 

@@ -1,6 +1,6 @@
 import pytest
 
-from .helpers import apply, assert_same, const, counts, ops, traced
+from onemodel.testing.passes import apply, assert_same, const, counts, ops, traced
 
 W, B = const(5, 4), const(5, seed=1)
 CW = const(3, 2, 3, 3)

@@ -2,7 +2,7 @@ from onemodel import DType
 from onemodel.core.graph import GraphBuilder
 from onemodel.core.types import TensorType
 
-from .helpers import apply, assert_same, const, counts, ops, traced
+from onemodel.testing.passes import apply, assert_same, const, counts, ops, traced
 
 W, B = const(4, 2, 3, 3), const(4, seed=1)
 MEAN, GAMMA, BETA = const(4, seed=2), const(4, seed=3), const(4, seed=4)

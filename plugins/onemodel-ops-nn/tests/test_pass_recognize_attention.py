@@ -4,7 +4,7 @@ import numpy as np
 
 import onemodel as om
 
-from .helpers import apply, counts, ops
+from onemodel.testing.passes import apply, counts, ops
 
 
 def _graph(fn, with_mask=False):

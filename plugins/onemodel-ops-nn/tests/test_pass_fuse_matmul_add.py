@@ -1,7 +1,7 @@
 import numpy as np
 import onemodel as om
 
-from .helpers import apply, assert_same, const, counts, ops, traced
+from onemodel.testing.passes import apply, assert_same, const, counts, ops, traced
 
 W, BIAS = const(4, 3), const(3, seed=1)
 
