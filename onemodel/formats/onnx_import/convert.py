@@ -1,0 +1,266 @@
+"""The conversion driver: a checked ModelProto to a verified OneModel Graph, node by node."""
+from __future__ import annotations
+
+import numpy as np
+from attrs import evolve
+
+from ...core.dtype import DType
+from ...core.graph import Graph, Node, Value
+from ...core.types import TensorType
+from ...errors import FormatError, GraphError
+from ...passes import optimize_on_load
+from ..onnx_fold import fold, statically_constant
+from .builtin_rules import BUILTIN_RULES
+from .checks import _check_arity, check_model
+from .context import FOLD_LIMIT, ImportContext
+from .decode import _ONNX_TYPE_NAMES, ONNX_TO_DTYPE, _attr_value, _tensor_array, _text
+from .entries import Const, Val
+from .errors import OnnxDeclined, OnnxImportError, OnnxUnsupportedError, _onnx
+from .node import OnnxNode
+from .rules import claimed_rules
+from .sizes import SYMBOLIC_OPS, _try_symbolic
+
+
+def _guards_of(model, label: str) -> tuple:
+    """The size conditions a OneModel export stored in ``metadata_props`` (see core/guards.py);
+    ONNX itself has no way to state them, so other runtimes do not check them."""
+    import json
+
+    from ...core.guards import Guard
+
+    for prop in model.metadata_props:
+        if prop.key == GUARDS_KEY:
+            try:
+                items = json.loads(prop.value)
+                if not isinstance(items, list) or len(items) > 10_000:
+                    raise ValueError("expected a list of at most 10000 guards")
+                return tuple(Guard.from_json(x) for x in items)
+            except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+                raise OnnxImportError(f"{label}: metadata {GUARDS_KEY!r} is malformed: "
+                                      f"{exc}") from None
+    return ()
+
+
+GUARDS_KEY = "onemodel.guards"
+
+
+def _convert(model, label: str) -> Graph:
+    onnx = _onnx()
+    check_model(onnx, model, label)
+    g = model.graph
+    opset = None
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            opset = o.version
+    if opset is None:
+        raise OnnxImportError(f"{label}: the model imports no version of the default ONNX domain")
+    ctx = ImportContext(opset)
+    ctx.label = label
+
+    def where(what):
+        return f"{label}: {what}"
+
+    # initializers and constants
+    consts: dict[str, np.ndarray] = {}
+    for t in g.initializer:
+        consts[t.name] = _tensor_array(onnx, t, where(f"initializer {t.name!r:.80}"))
+    if len(g.sparse_initializer):
+        raise OnnxUnsupportedError(where("sparse initializers are not supported"))
+    for name, arr in consts.items():
+        ctx.entries[name] = Const(arr, name)
+
+    # inputs
+    for vi in list(g.input) + list(g.output):
+        _text(vi.name, where("graph input/output name"))
+    for vi in g.input:
+        if vi.name in consts:
+            continue
+        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+        if tt is None:
+            raise OnnxUnsupportedError(where(f"input {vi.name!r} is not a tensor"))
+        if tt.elem_type not in ONNX_TO_DTYPE:
+            name = _ONNX_TYPE_NAMES.get(tt.elem_type, str(tt.elem_type))
+            raise OnnxUnsupportedError(where(f"input {vi.name!r} has dtype {name}, which "
+                                             f"OneModel does not support"))
+        if not tt.HasField("shape"):
+            raise OnnxUnsupportedError(where(f"input {vi.name!r} has no shape (rank unknown)"))
+        shape = []
+        for axis, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value") and d.dim_value >= 0:  # negative: unknown
+                shape.append(int(d.dim_value))
+            elif d.HasField("dim_param") and d.dim_param:
+                shape.append(ctx.symbol(_text(d.dim_param, where(f"input {vi.name!r} axis "
+                                                                 f"{axis}: dim_param"))))
+            else:
+                shape.append(ctx.symbol(f"{vi.name}_dim{axis}"))
+        t = TensorType(ONNX_TO_DTYPE[tt.elem_type], tuple(shape))
+        v = Value(vi.name, t)
+        if vi.name in ctx.values:
+            raise OnnxImportError(where(f"input {vi.name!r} is declared twice"))
+        ctx.values[vi.name] = v
+        ctx.inputs.append(v)
+        ctx.entries[vi.name] = Val(vi.name, t)
+    ctx._counter = 0
+
+    # nodes
+    import_nodes(onnx, ctx, g.node, set(consts), where)
+
+    # outputs
+    outputs = []
+    rename: dict[str, str] = {}
+    for vi in g.output:
+        e = ctx.entries.get(vi.name)
+        if e is None:
+            raise OnnxUnsupportedError(where(f"output {vi.name!r} is not produced"))
+        v = ctx.value(e)
+        outputs.append((vi.name, v))
+    # readable value names: a node output takes the ONNX name of the value it became
+    taken = set(ctx.values)
+    for onnx_name, e in ctx.entries.items():
+        if isinstance(e, Val) and e.name.isdigit() and e.name not in rename:
+            target = onnx_name
+            if target not in taken and target not in rename.values():
+                rename[e.name] = target
+                taken.add(target)
+    graph = _finish(ctx, outputs, rename, label)
+    guards = _guards_of(model, label)
+    return evolve(graph, guards=guards) if guards else graph
+
+
+def import_nodes(onnx, ctx: ImportContext, protos, consts: set, where) -> None:
+    """Convert ONNX node protos in order into ``ctx`` (the top graph, a subgraph, or an
+    inlined branch): every op type, nested subgraphs' included, must be claimed or folded."""
+    from ..onnx_subgraph import nested_nodes
+
+    nodes = []
+    for k, n in enumerate(protos):
+        label_n = f"node {k}"
+        for text in (n.op_type, n.domain, n.name, *n.input, *n.output):
+            _text(text, where(label_n))
+        label_n = f"node {k} ({n.op_type}{' ' + repr(n.name) if n.name else ''})"
+        _check_arity(onnx, n, ctx.opset, where(label_n))
+        attrs = {a.name: _attr_value(onnx, a, where(label_n)) for a in n.attribute}
+        nodes.append(OnnxNode(n.op_type, list(n.input), list(n.output), attrs, n.name,
+                              n.domain))
+
+    rules = claimed_rules()
+    foldable = statically_constant(nodes, consts)
+    unsupported: dict[str, int] = {}
+    for n in nested_nodes(nodes, foldable):
+        key = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
+        if n.domain not in ("", "ai.onnx") or (n.op_type not in BUILTIN_RULES
+                                               and n.op_type not in rules
+                                               and n.op_type not in SYMBOLIC_OPS):
+            unsupported[key] = unsupported.get(key, 0) + 1
+    if unsupported:
+        listed = ", ".join(f"{k} ({v} node{'s' if v != 1 else ''})"
+                           for k, v in sorted(unsupported.items()))
+        raise OnnxUnsupportedError(where(f"unsupported ONNX op type(s): {listed}"))
+
+    for n in nodes:
+        ctx.current = n
+        results = _try_symbolic(ctx, n)
+        cands = ([("builtin", BUILTIN_RULES[n.op_type])] if n.op_type in BUILTIN_RULES
+                 else rules.get(n.op_type, []))
+        if results is None and not cands and id(n) in foldable:
+            results = _fold_constant(onnx, ctx, n, where)
+        if results is None:
+            if not cands:
+                raise OnnxUnsupportedError(where(f"{n.describe()}: {n.op_type} is only "
+                                                 f"supported on sizes computed from input "
+                                                 f"shapes, not on tensor data"))
+            err = None
+            for opname, rule in cands:
+                try:
+                    results = rule(ctx, n)
+                    break
+                except OnnxUnsupportedError as exc:
+                    if err is None or not isinstance(exc, OnnxDeclined):
+                        err = exc
+                except FormatError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - a malformed node trips up a rule
+                    raise OnnxImportError(where(
+                        f"{n.describe()}: malformed node (the {opname} import rule failed: "
+                        f"{type(exc).__name__}: {exc})")) from exc
+            if results is None and id(n) in foldable:
+                results = _fold_constant(onnx, ctx, n, where, err)
+            if results is None:
+                raise OnnxUnsupportedError(where(str(err)))
+        if not isinstance(results, (list, tuple)):
+            results = [results]
+        results = list(results) + [None] * (len(n.outputs) - len(results))
+        for out, r in zip(n.outputs, results):
+            if not out:
+                continue
+            if isinstance(r, np.ndarray):
+                r = Const(r, out)
+            elif isinstance(r, Const) and r.source is None:
+                r.source = out
+            ctx.entries[out] = r
+    ctx.current = None
+
+
+def _fold_constant(onnx, ctx: ImportContext, n: OnnxNode, where, err=None) -> list:
+    """Compute an all-constant node with onnx's reference implementation (any op type)."""
+    from ..onnx_subgraph import graphs_of
+
+    arrays = [ctx.const(i) if i else None for i in n.inputs]
+    if graphs_of(n) and err is not None:  # If/Loop/Scan fold through their own rules only:
+        raise OnnxUnsupportedError(where(str(err)))  # onnx.reference misreads one-node loops
+    if any(a is None for a, i in zip(arrays, n.inputs) if i):
+        raise OnnxUnsupportedError(where(str(err) if err is not None else
+                                         f"{n.describe()}: {n.op_type} is only supported on "
+                                         f"constants, not on tensor data"))
+    limit = max([FOLD_LIMIT] + [int(a.size) for a in arrays if a is not None])
+    try:
+        outs = fold(onnx, n, arrays, ctx.opset, limit)
+    except ValueError as exc:
+        raise OnnxUnsupportedError(where(f"{n.describe()}: folding {n.op_type} on constants "
+                                         f"failed: {exc}")) from None
+    res = []
+    for arr in outs:
+        try:
+            DType.from_numpy(arr.dtype)
+        except Exception:  # noqa: BLE001 - a dtype OneModel does not have
+            raise OnnxUnsupportedError(where(f"{n.describe()}: folding gives a {arr.dtype} "
+                                             f"constant, which OneModel does not support")) \
+                from None
+        res.append(Const(np.require(arr, requirements="C")))
+    return res
+
+
+def _finish(ctx: ImportContext, outputs, rename: dict[str, str], label: str) -> Graph:
+    def r(name):
+        return rename.get(name, name) if name is not None else None
+
+    nodes = [Node(n.op, tuple(r(i) for i in n.inputs), tuple(r(o) for o in n.outputs), n.params,
+                  n.source) for n in ctx.nodes]
+    outputs = [(o, r(v)) for o, v in outputs]
+    used = {i for n in nodes for i in n.inputs if i is not None} | {v for _, v in outputs}
+    # drop nodes whose outputs nobody uses (dead shape arithmetic, folded branches)
+    keep = []
+    for n in reversed(nodes):
+        if any(o in used for o in n.outputs):
+            keep.append(n)
+            used |= {i for i in n.inputs if i is not None}
+    nodes = list(reversed(keep))
+    values = {}
+    for name, v in ctx.values.items():
+        values[r(name)] = Value(r(name), v.type)
+    inits = {r(k): a for k, a in ctx.initializers.items() if r(k) in used}
+    keep_names = {v.name for v in ctx.inputs} | set(inits) | {o for n in nodes for o in n.outputs}
+    values = {k: v for k, v in values.items() if k in keep_names}
+    graph = Graph(inputs=tuple(ctx.inputs), nodes=tuple(nodes), outputs=tuple(outputs),
+                  values=values, initializers=inits)
+    try:
+        graph.verify()
+    except GraphError as exc:
+        raise OnnxImportError(f"{label}: the imported graph is invalid: {exc}") from exc
+    return recognise(graph)
+
+
+def recognise(graph: Graph) -> Graph:
+    """The graph after the passes that recognise decomposed patterns (``PassDef.on_load``:
+    GELU, layer norm, MatMul + Add...), so an imported file reads as the ops it spells out."""
+    return optimize_on_load(graph)
