@@ -44,8 +44,8 @@ Each ONNX node becomes the OneModel ops it names, nothing more: decomposed patte
 (erf-based GELU, the ReduceMean/Sub/Pow/... layer norm, MatMul + Add) are recognised afterwards by
 the plugins' passes marked ``on_load``, which `from_onnx` runs on the imported graph (`recognise`).
 Symbolic ``dim_param`` axes of the graph inputs become symbolic sizes of the same names;
-``Shape``/``Gather``/``Concat``... chains over them are evaluated symbolically, so a ``Reshape`` to ``[batch, -1]`` imports as ``reshape`` with a
-symbolic shape param.
+``Shape``/``Gather``/``Concat``... chains over them are evaluated symbolically, so a ``Reshape``
+to ``[batch, -1]`` imports as ``reshape`` with a symbolic shape param.
 """
 from __future__ import annotations
 

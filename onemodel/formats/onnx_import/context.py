@@ -242,7 +242,8 @@ class ImportContext:
             self.unsupported(f"{op}: {exc}")
         multi = isinstance(out_types, (tuple, list))
         out_types = list(out_types) if multi else [out_types]
-        foldable = (rec.is_pure(params) and all(e is None or self.const(e) is not None for e in entries)
+        foldable = (rec.is_pure(params)
+                    and all(e is None or self.const(e) is not None for e in entries)
                     and not contains_symbolic(params))
         if foldable:
             # fold only results no bigger than the inputs (or small): a factory or an Expand to

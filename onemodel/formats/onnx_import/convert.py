@@ -7,18 +7,17 @@ from attrs import evolve
 from ...core.dtype import DType
 from ...core.graph import Graph, Node, Value
 from ...core.types import TensorType
-from ...errors import FormatError, GraphError
+from ...errors import GraphError
 from ...passes import optimize_on_load
 from ..onnx_fold import fold, statically_constant
-from .builtin_rules import BUILTIN_RULES
 from .checks import _check_arity, check_model
 from .context import FOLD_LIMIT, ImportContext
 from .decode import _ONNX_TYPE_NAMES, ONNX_TO_DTYPE, _attr_value, _tensor_array, _text
 from .entries import Const, Val
-from .errors import OnnxDeclined, OnnxImportError, OnnxUnsupportedError, _onnx
+from .errors import OnnxImportError, OnnxUnsupportedError, _onnx
 from .node import OnnxNode
-from .rules import claimed_rules
-from .sizes import SYMBOLIC_OPS, _try_symbolic
+from .rules import apply_rules, candidates, claimed_rules, handled
+from .sizes import _try_symbolic
 
 
 def _guards_of(model, label: str) -> tuple:
@@ -45,22 +44,38 @@ GUARDS_KEY = "onemodel.guards"
 
 
 def _convert(model, label: str) -> Graph:
+    """The steps of a conversion, in order; each raises naming what in the file is wrong."""
     onnx = _onnx()
     check_model(onnx, model, label)
     g = model.graph
+    ctx = ImportContext(_default_opset(model, label))
+    ctx.label = label
+
+    def where(what):
+        return f"{label}: {what}"
+
+    consts = _read_initializers(onnx, ctx, g, where)
+    _read_inputs(ctx, g, consts, where)
+    import_nodes(onnx, ctx, g.node, set(consts), where)
+    outputs = _graph_outputs(ctx, g, where)
+    graph = _finish(ctx, outputs, _readable_names(ctx), label)
+    guards = _guards_of(model, label)
+    return evolve(graph, guards=guards) if guards else graph
+
+
+def _default_opset(model, label: str) -> int:
+    """The opset of the default ONNX domain (the last one listed wins, as before)."""
     opset = None
     for o in model.opset_import:
         if o.domain in ("", "ai.onnx"):
             opset = o.version
     if opset is None:
         raise OnnxImportError(f"{label}: the model imports no version of the default ONNX domain")
-    ctx = ImportContext(opset)
-    ctx.label = label
+    return opset
 
-    def where(what):
-        return f"{label}: {what}"
 
-    # initializers and constants
+def _read_initializers(onnx, ctx: ImportContext, g, where) -> dict[str, np.ndarray]:
+    """The initializers as constants of ``ctx``; sparse ones are refused."""
     consts: dict[str, np.ndarray] = {}
     for t in g.initializer:
         consts[t.name] = _tensor_array(onnx, t, where(f"initializer {t.name!r:.80}"))
@@ -68,8 +83,12 @@ def _convert(model, label: str) -> Graph:
         raise OnnxUnsupportedError(where("sparse initializers are not supported"))
     for name, arr in consts.items():
         ctx.entries[name] = Const(arr, name)
+    return consts
 
-    # inputs
+
+def _read_inputs(ctx: ImportContext, g, consts: dict, where) -> None:
+    """The graph inputs (those that are not initializers) as values of ``ctx``: dtype, and a
+    shape whose ``dim_param`` and unknown axes become symbolic sizes."""
     for vi in list(g.input) + list(g.output):
         _text(vi.name, where("graph input/output name"))
     for vi in g.input:
@@ -102,19 +121,22 @@ def _convert(model, label: str) -> Graph:
         ctx.entries[vi.name] = Val(vi.name, t)
     ctx._counter = 0
 
-    # nodes
-    import_nodes(onnx, ctx, g.node, set(consts), where)
 
-    # outputs
+def _graph_outputs(ctx: ImportContext, g, where) -> list[tuple[str, str]]:
+    """(ONNX output name, OneModel value name) for each graph output."""
     outputs = []
-    rename: dict[str, str] = {}
     for vi in g.output:
         e = ctx.entries.get(vi.name)
         if e is None:
             raise OnnxUnsupportedError(where(f"output {vi.name!r} is not produced"))
-        v = ctx.value(e)
-        outputs.append((vi.name, v))
-    # readable value names: a node output takes the ONNX name of the value it became
+        outputs.append((vi.name, ctx.value(e)))
+    return outputs
+
+
+def _readable_names(ctx: ImportContext) -> dict[str, str]:
+    """Renames for readable value names: a node output takes the ONNX name of the value it
+    became, where that name is free."""
+    rename: dict[str, str] = {}
     taken = set(ctx.values)
     for onnx_name, e in ctx.entries.items():
         if isinstance(e, Val) and e.name.isdigit() and e.name not in rename:
@@ -122,16 +144,25 @@ def _convert(model, label: str) -> Graph:
             if target not in taken and target not in rename.values():
                 rename[e.name] = target
                 taken.add(target)
-    graph = _finish(ctx, outputs, rename, label)
-    guards = _guards_of(model, label)
-    return evolve(graph, guards=guards) if guards else graph
+    return rename
 
 
 def import_nodes(onnx, ctx: ImportContext, protos, consts: set, where) -> None:
     """Convert ONNX node protos in order into ``ctx`` (the top graph, a subgraph, or an
     inlined branch): every op type, nested subgraphs' included, must be claimed or folded."""
-    from ..onnx_subgraph import nested_nodes
+    nodes = decode_nodes(onnx, ctx, protos, where)
+    rules = claimed_rules()
+    foldable = statically_constant(nodes, consts)
+    _refuse_unclaimed(nodes, foldable, rules, where)
+    for n in nodes:
+        ctx.current = n
+        _record_results(ctx, n, _convert_node(onnx, ctx, n, rules, foldable, where))
+    ctx.current = None
 
+
+def decode_nodes(onnx, ctx: ImportContext, protos, where) -> list[OnnxNode]:
+    """`OnnxNode`s for node protos: text fields checked, arity against the schema, attributes
+    decoded (subgraphs read, not converted)."""
     nodes = []
     for k, n in enumerate(protos):
         label_n = f"node {k}"
@@ -142,63 +173,59 @@ def import_nodes(onnx, ctx: ImportContext, protos, consts: set, where) -> None:
         attrs = {a.name: _attr_value(onnx, a, where(label_n)) for a in n.attribute}
         nodes.append(OnnxNode(n.op_type, list(n.input), list(n.output), attrs, n.name,
                               n.domain))
+    return nodes
 
-    rules = claimed_rules()
-    foldable = statically_constant(nodes, consts)
+
+def _refuse_unclaimed(nodes, foldable: set, rules, where) -> None:
+    """One refusal listing every op type no rule claims (nested subgraphs' included, folded
+    nodes left out), with counts, before anything is converted."""
+    from ..onnx_subgraph import nested_nodes
+
     unsupported: dict[str, int] = {}
     for n in nested_nodes(nodes, foldable):
-        key = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
-        if n.domain not in ("", "ai.onnx") or (n.op_type not in BUILTIN_RULES
-                                               and n.op_type not in rules
-                                               and n.op_type not in SYMBOLIC_OPS):
+        if not handled(n, rules):
+            key = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
             unsupported[key] = unsupported.get(key, 0) + 1
     if unsupported:
         listed = ", ".join(f"{k} ({v} node{'s' if v != 1 else ''})"
                            for k, v in sorted(unsupported.items()))
         raise OnnxUnsupportedError(where(f"unsupported ONNX op type(s): {listed}"))
 
-    for n in nodes:
-        ctx.current = n
-        results = _try_symbolic(ctx, n)
-        cands = ([("builtin", BUILTIN_RULES[n.op_type])] if n.op_type in BUILTIN_RULES
-                 else rules.get(n.op_type, []))
-        if results is None and not cands and id(n) in foldable:
-            results = _fold_constant(onnx, ctx, n, where)
-        if results is None:
-            if not cands:
-                raise OnnxUnsupportedError(where(f"{n.describe()}: {n.op_type} is only "
-                                                 f"supported on sizes computed from input "
-                                                 f"shapes, not on tensor data"))
-            err = None
-            for opname, rule in cands:
-                try:
-                    results = rule(ctx, n)
-                    break
-                except OnnxUnsupportedError as exc:
-                    if err is None or not isinstance(exc, OnnxDeclined):
-                        err = exc
-                except FormatError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - a malformed node trips up a rule
-                    raise OnnxImportError(where(
-                        f"{n.describe()}: malformed node (the {opname} import rule failed: "
-                        f"{type(exc).__name__}: {exc})")) from exc
-            if results is None and id(n) in foldable:
-                results = _fold_constant(onnx, ctx, n, where, err)
-            if results is None:
-                raise OnnxUnsupportedError(where(str(err)))
-        if not isinstance(results, (list, tuple)):
-            results = [results]
-        results = list(results) + [None] * (len(n.outputs) - len(results))
-        for out, r in zip(n.outputs, results):
-            if not out:
-                continue
-            if isinstance(r, np.ndarray):
-                r = Const(r, out)
-            elif isinstance(r, Const) and r.source is None:
-                r.source = out
-            ctx.entries[out] = r
-    ctx.current = None
+
+def _convert_node(onnx, ctx: ImportContext, n: OnnxNode, rules, foldable: set, where):
+    """One node's results: the size evaluator, else its rules, else folding on constants."""
+    results = _try_symbolic(ctx, n)
+    if results is not None:
+        return results
+    cands = candidates(n, rules)
+    if not cands:
+        if id(n) in foldable:
+            return _fold_constant(onnx, ctx, n, where)
+        raise OnnxUnsupportedError(where(f"{n.describe()}: {n.op_type} is only supported on "
+                                         f"sizes computed from input shapes, not on tensor "
+                                         f"data"))
+    results, err = apply_rules(ctx, n, cands, where)
+    if results is None and id(n) in foldable:
+        results = _fold_constant(onnx, ctx, n, where, err)
+    if results is None:
+        raise OnnxUnsupportedError(where(str(err)))
+    return results
+
+
+def _record_results(ctx: ImportContext, n: OnnxNode, results) -> None:
+    """Bind a node's results to its ONNX output names (arrays become named constants; missing
+    trailing results are optional outputs nobody uses)."""
+    if not isinstance(results, (list, tuple)):
+        results = [results]
+    results = list(results) + [None] * (len(n.outputs) - len(results))
+    for out, r in zip(n.outputs, results):
+        if not out:
+            continue
+        if isinstance(r, np.ndarray):
+            r = Const(r, out)
+        elif isinstance(r, Const) and r.source is None:
+            r.source = out
+        ctx.entries[out] = r
 
 
 def _fold_constant(onnx, ctx: ImportContext, n: OnnxNode, where, err=None) -> list:
