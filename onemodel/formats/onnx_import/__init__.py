@@ -6,13 +6,14 @@ dtypes from protos), `entries` and `node` (what rules read), `context` (`ImportC
 node's rules), `checks` (before conversion), `convert` (the driver) and `load` (entry points).
 
 Each ONNX node is turned into OneModel nodes by an import rule: op records claim ONNX op types in
-``OpDef.onnx.imports`` (``{"Relu": rule}``, in each plugin's ``onnx_mapping.py``); a few rules
+``OpDef.onnx.imports`` (``{"Relu": rule}``, in each plugin's ``onnx_mapping.py``, attached with
+``onemodel.formats.onnx_api.attach_onnx``; plugins import only from `onnx_api`); a few rules
 that are not about any one op (``Constant``, ``Shape``, ``Size``, ``Identity``...) live here.
 A rule is ``rule(ctx, node) -> list`` with one result per ONNX output, where
 
 * ``node`` is an `OnnxNode`: ``op_type``, ``inputs`` / ``outputs`` (names, "" when absent),
   ``attrs`` (Python values: ints, floats, str, lists, numpy arrays for tensors) and
-  ``node.attr(name, default)``;
+  ``node.attr(name, default)``, ``node.input(i)`` ("" past the end), ``node.tensor(name)``;
 * a result is what ``ctx.emit`` returned, an entry taken from ``ctx.entry(name)`` (pass-through),
   a numpy array (a constant), or None for an optional output nobody uses.
 
@@ -33,12 +34,19 @@ The `ImportContext` ``ctx``:
     `Dim`s; None otherwise. ``ctx.shape_param(x)`` is the same as a tuple, refusing others.
 ``ctx.type(x)``
     The `TensorType` of an input. ``ctx.rank(x)`` its rank.
+``ctx.dtype(code, what)``
+    The OneModel `DType` of an ONNX element type code (``Cast``'s ``to``), refusing others.
+``ctx.cast(x, dtype)``
+    ``x`` as ``dtype`` (through the op providing the ``__cast__`` protocol).
 ``ctx.ints(node, index, attr)``
     An int list given as input ``index`` (opset 13+ style) or attribute ``attr`` (older), or
     None when neither is present.
 ``ctx.unsupported(why)``
     Raise `OnnxUnsupportedError` naming the node: the file uses something OneModel cannot
     represent (an attribute value, a dtype, a mode).
+``ctx.decline(why)``
+    Leave the node to the next rule claiming its op type (`OnnxDeclined`); ``why`` is reported
+    only when no rule takes it.
 
 Each ONNX node becomes the OneModel ops it names, nothing more: decomposed patterns exporters emit
 (erf-based GELU, the ReduceMean/Sub/Pow/... layer norm, MatMul + Add) are recognised afterwards by
@@ -52,7 +60,7 @@ from __future__ import annotations
 from .builtin_rules import BUILTIN_RULES
 from .context import FOLD_LIMIT, ImportContext
 from .convert import GUARDS_KEY, import_nodes, recognise
-from .decode import ONNX_TO_DTYPE
+from ..onnx_dtypes import ONNX_TO_DTYPE
 from .entries import Const, Entry, Sym, Val
 from .errors import OnnxDeclined, OnnxImportError, OnnxUnsupportedError
 from .load import from_onnx, load_onnx

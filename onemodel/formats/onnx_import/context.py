@@ -131,6 +131,17 @@ class ImportContext:
     def rank(self, x) -> int:
         return len(self.type(x).shape)
 
+    def dtype(self, code, what: str = "dtype") -> DType:
+        """The OneModel dtype of an ONNX element type code (``Cast``'s ``to``, an
+        ``output_dtype``), refusing the node for a type OneModel does not represent."""
+        from ..onnx_dtypes import ONNX_TO_DTYPE, onnx_type_name
+
+        dt = ONNX_TO_DTYPE.get(code) if isinstance(code, int) else None
+        if dt is None:
+            self.unsupported(f"{what}: ONNX element type {code!r} ({onnx_type_name(code)}) has "
+                             f"no OneModel dtype")
+        return dt
+
     def ints(self, node: OnnxNode, index: int, attr: str) -> list[int] | None:
         name = node.input(index) if index is not None else ""
         if name:

@@ -12,7 +12,8 @@ from ...passes import optimize_on_load
 from ..onnx_fold import fold, statically_constant
 from .checks import _check_arity, check_model
 from .context import FOLD_LIMIT, ImportContext
-from .decode import _ONNX_TYPE_NAMES, ONNX_TO_DTYPE, _attr_value, _tensor_array, _text
+from ..onnx_dtypes import ONNX_TO_DTYPE, onnx_type_name
+from .decode import _attr_value, _tensor_array, _text
 from .entries import Const, Val
 from .errors import OnnxImportError, OnnxUnsupportedError, _onnx
 from .node import OnnxNode
@@ -98,7 +99,7 @@ def _read_inputs(ctx: ImportContext, g, consts: dict, where) -> None:
         if tt is None:
             raise OnnxUnsupportedError(where(f"input {vi.name!r} is not a tensor"))
         if tt.elem_type not in ONNX_TO_DTYPE:
-            name = _ONNX_TYPE_NAMES.get(tt.elem_type, str(tt.elem_type))
+            name = onnx_type_name(tt.elem_type)
             raise OnnxUnsupportedError(where(f"input {vi.name!r} has dtype {name}, which "
                                              f"OneModel does not support"))
         if not tt.HasField("shape"):

@@ -8,17 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.dtype import DType
+from ..onnx_dtypes import ONNX_TO_DTYPE, onnx_type_name
 from .errors import OnnxImportError, OnnxUnsupportedError
 
 #: ONNX element types OneModel represents
-ONNX_TO_DTYPE = {1: DType.F32, 2: DType.U8, 3: DType.I8, 4: DType.U16, 5: DType.I16,
-                 6: DType.I32, 7: DType.I64, 9: DType.BOOL, 10: DType.F16, 11: DType.F64,
-                 12: DType.U32, 13: DType.U64}
-_ONNX_TYPE_NAMES = {0: "undefined", 8: "string",
-                    14: "complex64", 15: "complex128", 16: "bfloat16", 17: "float8e4m3fn",
-                    18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz", 21: "uint4",
-                    22: "int4", 23: "float4e2m1"}
 
 
 def _attr_value(onnx, a, where: str):
@@ -61,7 +54,7 @@ def _text(x, where: str) -> str:
 def _tensor_array(onnx, t, where: str) -> np.ndarray:
     _text(t.name, f"{where}: tensor name")
     if t.data_type not in ONNX_TO_DTYPE:
-        name = _ONNX_TYPE_NAMES.get(t.data_type, str(t.data_type))
+        name = onnx_type_name(t.data_type)
         raise OnnxUnsupportedError(f"{where}: tensor {t.name!r} has dtype {name}, which OneModel "
                                    f"does not support")
     try:

@@ -1,24 +1,8 @@
-"""The errors of ONNX import, and the one place that imports ``onnx`` for it.
-
-At the bottom of the package: every other module (and the checks) raises these, so they import
-nothing of the import machinery.
-"""
+"""The errors of ONNX import (defined in ``onnx_errors``, below import and export alike), and the
+one place that imports ``onnx`` for the import."""
 from __future__ import annotations
 
-from ...errors import FormatError
-
-
-class OnnxImportError(FormatError):
-    """An ONNX file cannot be read (malformed, external data outside its folder...)."""
-
-
-class OnnxUnsupportedError(OnnxImportError):
-    """The file uses ops, attributes or dtypes that OneModel does not import."""
-
-
-class OnnxDeclined(OnnxUnsupportedError):
-    """An import rule leaves the node to another rule claiming its op type (`ctx.decline`);
-    its message is reported only when no rule takes the node and none said more."""
+from ..onnx_errors import OnnxDeclined, OnnxImportError, OnnxUnsupportedError
 
 
 def _onnx():
@@ -27,3 +11,6 @@ def _onnx():
     except ImportError as exc:  # pragma: no cover
         raise OnnxImportError("ONNX import needs the 'onnx' package (pip install onnx)") from exc
     return onnx
+
+
+__all__ = ["OnnxImportError", "OnnxUnsupportedError", "OnnxDeclined", "_onnx"]

@@ -3,6 +3,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+import numpy as np
+
+from .errors import OnnxUnsupportedError
+
 
 class OnnxNode:
     """The view of one ONNX node that import rules get."""
@@ -18,6 +22,17 @@ class OnnxNode:
 
     def attr(self, name: str, default: Any = None) -> Any:
         return self.attrs.get(name, default)
+
+    def tensor(self, name: str, default: Any = None) -> Any:
+        """A ``TENSOR`` attribute as a numpy array (``default`` when absent); any other kind of
+        value refuses the node."""
+        v = self.attrs.get(name)
+        if v is None:
+            return default
+        if not isinstance(v, np.ndarray):
+            raise OnnxUnsupportedError(f"{self.describe()}: attribute {name!r} must be a tensor, "
+                                       f"got {type(v).__name__}")
+        return v
 
     def input(self, i: int) -> str:
         return self.inputs[i] if i < len(self.inputs) else ""

@@ -14,7 +14,7 @@ import numpy as np
 from ...core.dtype import DType
 from ...core.symbolic import SymbolicError
 from .context import ImportContext
-from .decode import ONNX_TO_DTYPE
+from ..onnx_dtypes import ONNX_TO_DTYPE
 from .entries import Const, Sym, _sym_or_const
 from .errors import OnnxImportError
 from .node import OnnxNode
