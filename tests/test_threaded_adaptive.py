@@ -1,6 +1,6 @@
-"""The threaded backend's adaptive choice (`adaptive.AdaptivePlan`, on `core.adaptive`): the parallel plan only when
-its recent median beats the sequential plan's by the margin; ties go to the sequential plan,
-which keeps one thread busy instead of several."""
+"""The threaded backend's adaptive choice (`adaptive.AdaptivePlan`, on `core.adaptive`): the
+parallel plan only when its recent median beats the sequential plan's by the margin; ties go to
+the sequential plan, which keeps one thread busy instead of several."""
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Model files: the OneModel format (`save_graph` / `load_graph`) and ONNX (`save_onnx` /
-`load_onnx`). The ONNX modules import ``onnx`` only when used."""
+`load_onnx`). The ONNX modules import ``onnx`` only when used; plugins' ONNX mappings use
+`onnx_api`, the public API for op authors."""
 from __future__ import annotations
 
 from .onemodel_file import FORMAT_VERSION, dumps, load_graph, loads, save_graph

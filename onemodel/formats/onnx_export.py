@@ -75,16 +75,13 @@ from ..core.dtype import DType
 from ..core.graph import Graph, Node, as_graph
 from ..core.symbolic import _ATOMS, Dim
 from ..core.types import TensorType
-from ..errors import FormatError
 from ._atomic import atomic_write
+from .onnx_dtypes import ONNX_TO_DTYPE, onnx_dtype  # noqa: F401 - ONNX_TO_DTYPE: an old name
+from .onnx_errors import OnnxExportError
 
 MIN_OPSET = 17
 #: the newest opset onnxruntime 1.32 runs for everything we emit (checked by the tests)
 DEFAULT_OPSET = 21
-
-
-class OnnxExportError(FormatError):
-    """A graph cannot be written as ONNX (an op without lowering, an unsupported param...)."""
 
 
 def _onnx():
@@ -97,17 +94,6 @@ def _onnx():
 
 def max_opset() -> int:
     return _onnx().defs.onnx_opset_version()
-
-
-_DTYPE_TO_ONNX = {
-    DType.F16: 10, DType.F32: 1, DType.F64: 11, DType.I8: 3, DType.I16: 5, DType.I32: 6,
-    DType.I64: 7, DType.U8: 2, DType.U16: 4, DType.U32: 12, DType.U64: 13, DType.BOOL: 9,
-}
-ONNX_TO_DTYPE = {v: k for k, v in _DTYPE_TO_ONNX.items()}
-
-
-def onnx_dtype(dtype) -> int:
-    return _DTYPE_TO_ONNX[DType.parse(dtype)]
 
 
 def _readable(name: str) -> str:

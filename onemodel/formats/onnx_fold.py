@@ -59,7 +59,7 @@ def _attr(onnx, v):
 
 def fold(onnx, node, arrays: list, opset: int, limit: int) -> list[np.ndarray]:
     """Run one ONNX node on constant ``arrays`` with ``onnx.reference``; raises ValueError when
-    the node cannot be evaluated or a result is larger than ``limit`` elements."""
+    the node cannot be evaluated or a result is larger than ``limit`` bytes."""
     from onnx import helper
     from onnx.reference import ReferenceEvaluator
 
@@ -81,8 +81,8 @@ def fold(onnx, node, arrays: list, opset: int, limit: int) -> list[np.ndarray]:
         raise ValueError(f"{type(exc).__name__}: {exc}") from None
     res = [np.asarray(r) for r in results]
     for r in res:
-        if r.size > limit:
-            raise ValueError(f"a folded result of {r.size} elements is larger than the limit "
+        if r.nbytes > limit:
+            raise ValueError(f"a folded result of {r.nbytes} bytes is larger than the limit "
                              f"{limit}")
     return res
 

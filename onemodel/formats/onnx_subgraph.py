@@ -20,7 +20,7 @@ from typing import Iterable
 from ..core.graph import Graph, Value
 from ..core.symbolic import Dim
 from ..core.types import TensorType
-from .onnx_checks import MAX_DIM
+from .onemodel_file import MAX_DIM
 
 
 class OnnxGraph:
@@ -41,8 +41,9 @@ class OnnxGraph:
 
 def read_graph(onnx, proto, where: str) -> OnnxGraph:
     """An `OnnxGraph` for a GraphProto: names checked, sizes in range, one definition per name."""
-    from .onnx_import import (OnnxImportError, OnnxNode, OnnxUnsupportedError, _attr_value,
-                              _tensor_array, _text)
+    from .onnx_import.decode import _attr_value, _tensor_array, _text
+    from .onnx_import.errors import OnnxImportError, OnnxUnsupportedError
+    from .onnx_import.node import OnnxNode
 
     where = f"{where}: subgraph {_text(proto.name, where)!r:.60}"
     defined: set[str] = set()
@@ -128,7 +129,9 @@ def sequence_input(og: OnnxGraph) -> str | None:
 def inline(ctx, og: OnnxGraph) -> list:
     """Convert a branch into ``ctx`` itself (its condition is known at import); the entries of
     its outputs."""
-    from .onnx_import import Const, _onnx, import_nodes
+    from .onnx_import.convert import import_nodes
+    from .onnx_import.entries import Const
+    from .onnx_import.errors import _onnx
 
     clash = [n for n in list(og.initializers) + [o for node in og.nodes for o in node.outputs]
              if n and n in ctx.entries]
@@ -150,7 +153,10 @@ def _where(ctx):
 def import_subgraph(ctx, og: OnnxGraph, formal: list[TensorType], what: str):
     """A closed `Graph` for ``og``, its formal inputs typed ``formal`` (in order), plus the
     outer ONNX names it captures (its inputs after the formal ones, in order)."""
-    from .onnx_import import Const, ImportContext, Sym, Val, _finish, _onnx, import_nodes
+    from .onnx_import.context import ImportContext
+    from .onnx_import.convert import _finish, import_nodes
+    from .onnx_import.entries import Const, Sym, Val
+    from .onnx_import.errors import _onnx
 
     if len(formal) != len(og.inputs):
         ctx.unsupported(f"{what} declares {len(og.inputs)} inputs; {ctx.current.op_type} gives "
@@ -182,7 +188,7 @@ def import_subgraph(ctx, og: OnnxGraph, formal: list[TensorType], what: str):
             child.entries[name] = Val(name, e.type)
             captured.append(name)
     consts = {k for k, e in child.entries.items() if isinstance(e, Const)}
-    from .onnx_import import OnnxUnsupportedError
+    from .onnx_import.errors import OnnxUnsupportedError
 
     saved = ctx.current
     try:  # a refusal inside names the node holding the subgraph, then the node inside

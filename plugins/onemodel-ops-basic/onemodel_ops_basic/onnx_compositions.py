@@ -122,15 +122,11 @@ def import_hardmax(ctx, node):
 
 def import_eye_like(ctx, node):
     """A constant: only the input's (fixed) shape matters."""
-    from onemodel.formats.onnx_import import ONNX_TO_DTYPE
-
     t = ctx.type(node.inputs[0])
     if len(t.shape) != 2 or any(isinstance(d, Dim) for d in t.shape):
         ctx.unsupported(f"EyeLike of shape {[str(d) for d in t.shape]} (a fixed 2-D shape)")
     code = node.attr("dtype")
-    dtype = t.dtype if code is None else ONNX_TO_DTYPE.get(code)
-    if dtype is None:
-        ctx.unsupported(f"EyeLike to ONNX type {code}")
+    dtype = t.dtype if code is None else ctx.dtype(code, "EyeLike dtype")
     return [np.eye(*t.shape, k=int(node.attr("k", 0)), dtype=dtype.numpy)]
 
 

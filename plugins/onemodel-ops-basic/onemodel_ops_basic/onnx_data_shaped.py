@@ -196,11 +196,10 @@ def _export(ctx, node):
         attrs["keepdims"] = int(bool(p["keepdims"]))
         attrs["noop_with_empty_axes"] = 1 if p["noop_with_empty_axes"] else None
     elif kind == "ConstantOfShape":
-        import onnx  # a dependency of onemodel itself
+        from onemodel.formats.onnx_api import tensor_attribute
 
         dtype = p["dtype"] or DType.F32
-        attrs["value"] = onnx.numpy_helper.from_array(
-            np.array([p["value"]], dtype=dtype.numpy), "value")
+        attrs["value"] = tensor_attribute(np.array([p["value"]], dtype=dtype.numpy))
     ctx.make_node(kind, ins, ctx.outputs(node), **attrs)
 
 

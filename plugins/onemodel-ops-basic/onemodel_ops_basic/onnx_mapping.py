@@ -2,7 +2,8 @@
 
 ``export(ctx, node)`` lowers one OneModel node (ctx API: ``onemodel.formats.onnx_export``);
 ``imports[onnx_type](ctx, node)`` turns one ONNX node into OneModel nodes (ctx API:
-``onemodel.formats.onnx_import``). plugin.py attaches each entry to its op record.
+``onemodel.formats.onnx_import``; plugins import from ``onemodel.formats.onnx_api``). plugin.py
+attaches each entry to its op record with ``attach_onnx``, which refuses an unknown op name.
 """
 from __future__ import annotations
 
@@ -162,11 +163,7 @@ def _export_cast(ctx, node):
 
 
 def _import_cast(ctx, node):
-    from onemodel.formats.onnx_import import ONNX_TO_DTYPE
-
-    to = ONNX_TO_DTYPE.get(node.attr("to"))
-    if to is None:
-        ctx.unsupported(f"Cast to ONNX type {node.attr('to')} is not supported")
+    to = ctx.dtype(node.attr("to"), "Cast to")
     return [ctx.emit("cast", [node.inputs[0]], dtype=to)]
 
 
@@ -638,8 +635,9 @@ def _export_full(ctx, node):
         ctx.make_node("Identity", [ctx.const(np.full(shape, value, dtype=out.dtype.numpy),
                                              hint="full")], ctx.outputs(node))
         return
-    import onnx  # a dependency of onemodel itself
-    tensor = onnx.numpy_helper.from_array(np.array([value], dtype=out.dtype.numpy), "value")
+    from onemodel.formats.onnx_api import tensor_attribute
+
+    tensor = tensor_attribute(np.array([value], dtype=out.dtype.numpy))
     ctx.make_node("ConstantOfShape", [ctx.shape(shape)], ctx.outputs(node), value=tensor)
 
 

@@ -96,9 +96,7 @@ def import_dequantize(ctx, node):
     out = ctx.type(scale).dtype
     code = node.attr("output_dtype", 0)
     if code:
-        from onemodel.formats.onnx_import import ONNX_TO_DTYPE
-
-        out = ONNX_TO_DTYPE.get(code) or ctx.unsupported(f"DequantizeLinear to ONNX type {code}")
+        out = ctx.dtype(code, "DequantizeLinear output_dtype")
     dx = _f32(ctx, x)
     if zp:
         dx = ctx.emit("sub", [dx, _f32(ctx, _along(ctx, node, zp, rank, axis))])

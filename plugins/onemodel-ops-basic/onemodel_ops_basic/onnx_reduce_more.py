@@ -327,7 +327,7 @@ def _import_sum_of(before=None, after=None):
     rule = _import_reduce("sum", 18)
 
     def import_(ctx, node):
-        from onemodel.formats.onnx_import import OnnxNode
+        from onemodel.formats.onnx_api import OnnxNode
 
         x = node.inputs[0]
         if not ctx.type(x).dtype.is_float and after is not None:

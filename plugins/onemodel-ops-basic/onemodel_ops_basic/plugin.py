@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import attrs
 
-from onemodel.registry import OnnxSpec, hookimpl
+from onemodel.formats.onnx_api import add_import_rules, attach_onnx
+from onemodel.registry import hookimpl
 
 from . import (control_flow, data_dependent, data_shaped, division, einsum, elementwise,
                elementwise_math, factory, factory_more, gather_nd, index, index_more, linalg, linalg_more,
@@ -32,8 +33,7 @@ ONNX = {**_BASE_ONNX, **_REDUCE_MORE_ONNX, **_SHAPE_MORE_ONNX, **_ELEMENTWISE_MO
 
 def _ride(op: str, rules: dict) -> None:
     """Rules that compose several ops ride on the record of the op at their heart."""
-    spec = ONNX.get(op) or OnnxSpec()
-    ONNX[op] = attrs.evolve(spec, imports={**(spec.imports or {}), **rules})
+    add_import_rules(ONNX, op, rules)
 
 
 _ride("sum", _SUM_IMPORTS)
@@ -50,7 +50,7 @@ def all_ops():
            *reduce_more.OPS, *scan.OPS, *sort.OPS, *shape_more.OPS, *index_more.OPS,
            *factory_more.OPS, *linalg_more.OPS, *scatter.OPS, *einsum.OPS,
            *control_flow.OPS)
-    ops = (attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
+    ops = attach_onnx(ops, ONNX, plugin="onemodel-ops-basic")  # an unknown op name raises
     return tuple(attrs.evolve(op, torch=TORCH[op.name]) if op.name in TORCH else op for op in ops)
 
 

@@ -2,7 +2,8 @@
 
 ``export(ctx, node)`` lowers one OneModel node (ctx API: ``onemodel.formats.onnx_export``);
 ``imports[onnx_type](ctx, node)`` turns one ONNX node into OneModel nodes (ctx API:
-``onemodel.formats.onnx_import``). plugin.py attaches each entry to its op record.
+``onemodel.formats.onnx_import``; plugins import from ``onemodel.formats.onnx_api``). plugin.py
+attaches each entry to its op record with ``attach_onnx``, which refuses an unknown op name.
 Import rules may emit basic ops by name (``transpose``, ``reshape``...) through ``ctx.emit``.
 """
 from __future__ import annotations
@@ -391,7 +392,7 @@ def _import_layer_norm(ctx, node):
     if len([o for o in node.outputs if o]) == 1:
         return [y]
     # Mean and InvStdDev (in the stash type, f32 by default), reduced axes kept
-    from onemodel.formats.onnx_import import ONNX_TO_DTYPE
+    from onemodel.formats.onnx_api import ONNX_TO_DTYPE
 
     stash = ONNX_TO_DTYPE.get(node.attr("stash_type", 1), DType.F32)
     xs = ctx.emit("cast", [x], dtype=stash) if ctx.type(x).dtype != stash else x

@@ -105,7 +105,7 @@ def _import_resize(ctx, node):
     try:
         return _import_interpolate(ctx, node)
     except Exception as exc:  # noqa: BLE001 - any refusal: the general op below takes it
-        from onemodel.formats.onnx_import import OnnxUnsupportedError
+        from onemodel.formats.onnx_api import OnnxUnsupportedError
 
         if not isinstance(exc, OnnxUnsupportedError):
             raise

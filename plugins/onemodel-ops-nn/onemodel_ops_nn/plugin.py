@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import attrs
 
-from onemodel.registry import OnnxSpec, hookimpl
+from onemodel.formats.onnx_api import add_import_rules, attach_onnx
+from onemodel.registry import hookimpl
 
 from . import (activation, activation_more, attention, conv, conv_more, ctc, dropout, embedding,
                fused, hard, linear, losses, losses_more, norm, norm_more, pool, pool_more, resize,
@@ -29,8 +30,7 @@ ONNX = {**_ONNX, **_ONNX_MORE, **_ACTIVATION_MORE_ONNX, **_RESIZE_ONNX}
 
 def _ride(op: str, rules: dict) -> None:
     """Rules that compose several ops ride on the record of the op at their heart."""
-    spec = ONNX.get(op) or OnnxSpec()
-    ONNX[op] = attrs.evolve(spec, imports={**(spec.imports or {}), **rules})
+    add_import_rules(ONNX, op, rules)
 
 
 _ride("conv2d", _QUANTIZED_CONV_IMPORTS)  # ConvInteger, QLinearConv
@@ -43,7 +43,7 @@ def all_ops():
            *embedding.OPS, *attention.OPS, *losses.OPS, *ctc.OPS, *hard.OPS, *fused.OPS,
            *rnn.OPS, *triangle.OPS, *activation_more.OPS, *losses_more.OPS, *conv_more.OPS,
            *pool_more.OPS, *norm_more.OPS, *resize.OPS, *resize_onnx.OPS)
-    ops = (attrs.evolve(op, onnx=ONNX[op.name]) if op.name in ONNX else op for op in ops)
+    ops = attach_onnx(ops, ONNX, plugin="onemodel-ops-nn")  # an unknown op name raises
     return tuple(attrs.evolve(op, torch=TORCH[op.name]) if op.name in TORCH else op for op in ops)
 
 
