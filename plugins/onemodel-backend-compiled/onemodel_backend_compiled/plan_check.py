@@ -466,33 +466,33 @@ def check_program(program: np.ndarray, sizes: list, where: str = "program") -> i
     return idx
 
 
-def arena_floats(lw) -> int:
+def arena_floats(program) -> int:
     """The arena a plan declares (NativePlan allocates max(16, this)), refused when it is not
     an int in [0, MAX_ARENA_FLOATS]: before anything is allocated."""
-    size = getattr(lw.arena, "peak", None)
+    size = getattr(program, "arena_floats", None)
     if type(size) is not int or not 0 <= size <= MAX_ARENA_FLOATS:
         raise UnsafePlan(f"arena of {size!r} floats (at most {MAX_ARENA_FLOATS})")
     return max(16, size)
 
 
-def buffer_sizes(lw, weights) -> list:
-    """The floats of each buffer a run of ``lw`` hands to native code (plan.NativePlan's
+def buffer_sizes(program, types, weights) -> list:
+    """The floats of each buffer a run of ``program`` hands to native code (plan.NativePlan's
     `buffers`): the weight block's used part, the arena, the feeds as native code reads them
     (0 for one it does not get), the outputs written directly (0 for the others)."""
-    sizes = [int(weights.used), arena_floats(lw)]
-    for f in lw.feeds:
-        t = lw.types[f]
+    sizes = [int(weights.used), arena_floats(program)]
+    for f in program.feeds:
+        t = types[f]
         per = {np.dtype(np.float32): 1, np.dtype(np.bool_): 1, np.dtype(np.int64): 2}.get(
             np.dtype(t.dtype.numpy), 0)
         sizes.append(per * math.prod(t.shape))
-    for j, w in enumerate(lw.wanted):
-        sizes.append(math.prod(lw.types[w].shape) if lw.direct.get(j) is not None else 0)
+    for j, w in enumerate(program.wanted):
+        sizes.append(math.prod(types[w].shape) if program.direct[j] else 0)
     return sizes
 
 
 def _check_loc(loc, sizes, what: str, ints: bool = False) -> None:
     """A location numpy views (an int64 value's last element is two floats: ``ints``)."""
-    from .lower import Loc
+    from .lowered import Loc
 
     if not isinstance(loc, Loc) or type(loc.buf) is not int or type(loc.off) is not int \
             or not isinstance(loc.shape, tuple) or not isinstance(loc.strides, tuple) \
@@ -511,43 +511,56 @@ def _check_loc(loc, sizes, what: str, ints: bool = False) -> None:
                          f"{sizes[loc.buf]} floats")
 
 
-def check(lw, weights) -> None:
-    """Everything of a lowering native code (and the views over native memory) will trust,
-    for the run it describes; `UnsafePlan` names the first thing that is not."""
+def check(program, graph, weights, types=None) -> None:
+    """Everything of a program lowered from ``graph`` that native code (and the views over
+    native memory) will trust, for the run it describes (``types``: the graph's value types
+    at the program's signature, computed when not given); `UnsafePlan` names the first thing
+    that is not."""
     try:
-        _check(lw, weights)
+        _check(program, graph, weights, types)
     except UnsafePlan:
         raise
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
         raise UnsafePlan(f"a malformed plan ({type(exc).__name__}: {exc})") from None
 
 
-def _check(lw, weights) -> None:
-    from .lower import NativeSegment, PyStep
+def _check(program, graph, weights, types) -> None:
+    from .lower import signature_types
+    from .lowered import NativeSegment, Program, PyStep
 
-    graph = lw.graph
+    if type(program) is not Program:
+        raise UnsafePlan("not a program")
+    if types is None:
+        types = signature_types(graph, dict(program.env))
     out_map = dict(graph.outputs)
-    if lw.feeds != [v.name for v in graph.inputs]:
+    if program.feeds != tuple(v.name for v in graph.inputs):
         raise UnsafePlan("feeds that are not the graph's inputs")
-    if not isinstance(lw.output_names, list) or any(
-            not isinstance(o, str) or o not in out_map for o in lw.output_names) \
-            or lw.wanted != [out_map[o] for o in lw.output_names]:
+    if any(not isinstance(o, str) or o not in out_map for o in program.output_names) \
+            or program.wanted != tuple(out_map[o] for o in program.output_names):
         raise UnsafePlan("outputs that are not the graph's")
-    if not isinstance(lw.direct, dict) or any(
-            type(j) is not int or not 0 <= j < len(lw.wanted) or v != lw.wanted[j]
-            or lw.types[v].dtype.numpy != np.float32 for j, v in lw.direct.items()):
+    n_out = len(program.wanted)
+    if len(program.direct) != n_out or len(program.fetch) != n_out or any(
+            type(d) is not bool or (d and (types[w].dtype.numpy != np.float32
+                                           or program.fetch[j] is not None))
+            for j, (d, w) in enumerate(zip(program.direct, program.wanted))):
         raise UnsafePlan("outputs written directly that are not the plan's")
-    sizes = buffer_sizes(lw, weights)
-    if not isinstance(lw.segments, list):
-        raise UnsafePlan("no segment list")
-    for s, seg in enumerate(lw.segments):
-        if isinstance(seg, NativeSegment):
+    sizes = buffer_sizes(program, types, weights)
+    for j, how in enumerate(program.fetch):
+        if how is None:
+            if not program.direct[j]:
+                raise UnsafePlan(f"output {j} fetched from nowhere")
+        elif not isinstance(how, tuple) or len(how) != 2 or how[0] not in (
+                "loc", "const", "feed", "py"):
+            raise UnsafePlan(f"output {j}: not a way to fetch it")
+        elif how[0] == "loc":
+            _check_loc(how[1], sizes, f"output {j}",
+                       np.dtype(types[program.wanted[j]].dtype.numpy) == np.int64)
+    for s, seg in enumerate(program.segments):
+        if type(seg) is NativeSegment:
             n = check_program(seg.program, sizes, f"segment {s}")
-            if not isinstance(seg.instructions, list) or not isinstance(seg.nodes, list) \
-                    or n != len(seg.instructions) or n != len(seg.nodes) \
-                    or not np.array_equal(seg.program, P.assemble(seg.instructions)):
-                raise UnsafePlan(f"segment {s}: its program is not its instructions")
-        elif isinstance(seg, PyStep):
+            if n != len(seg.nodes):
+                raise UnsafePlan(f"segment {s}: {n} instructions, {len(seg.nodes)} nodes")
+        elif type(seg) is PyStep:
             specs = [x for x in list(seg.inputs) + list(seg.outputs)
                      if isinstance(x, tuple) and x and isinstance(x[0], str)
                      and x[0].startswith("loc")]
@@ -556,12 +569,13 @@ def _check(lw, weights) -> None:
                            spec[0] == "loc_i64")
         else:
             raise UnsafePlan(f"segment {s} is neither native nor numpy")
-    if not isinstance(lw.locs, dict):
-        raise UnsafePlan("no locations")
-    for name, loc in lw.locs.items():
-        t = lw.types.get(name)
+    for name, loc in program.locs.items():
+        t = types.get(name)
         _check_loc(loc, sizes, f"value {name!r}",
                    t is not None and np.dtype(t.dtype.numpy) == np.int64)
+    for name in program.folded:
+        if name not in graph.values:
+            raise UnsafePlan(f"folded value {name!r} is not in the graph")
 
 
 __all__ = ["check", "check_program", "buffer_sizes", "UnsafePlan", "MAX_ARENA_FLOATS",
