@@ -10,6 +10,12 @@ class Arena:
         self.top = 0
         self.peak = 0
 
+    def __copy__(self) -> "Arena":
+        """A copy of its own free list (a lowering's trial rolls the arena back to it)."""
+        other = Arena()
+        other.free, other.top, other.peak = list(self.free), self.top, self.peak
+        return other
+
     def alloc(self, n: int) -> int:
         n = max(ALIGN, (int(n) + ALIGN - 1) // ALIGN * ALIGN)
         for i, (off, size) in enumerate(self.free):

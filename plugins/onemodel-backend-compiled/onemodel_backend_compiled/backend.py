@@ -120,11 +120,13 @@ class NativeGraph(CompiledGraph):
             self._pack(self.graph)  # keys packed already are kept
         lw = Lowering(self.graph, env, output_names, self.weights, self.ops, RULES,
                       self.numpy_kernels)
+        program, types = lw.program(), lw.types
+        del lw  # the plan, the cache and the checks read the program alone
         if plan_check.lowered_checks_enabled():  # the tests: no lowered plan is refused
-            plan_check.check(lw, self.weights)
-        plan = NativePlan(lw, self.weights, self.pool)
+            plan_check.check(program, self.graph, self.weights, types)
+        plan = NativePlan(program, self.graph, self.ops, self.weights, self.pool, types)
         if cache is not None:
-            cache.store(self, env, output_names, lw)
+            cache.store(self, env, output_names, program)
         return plan
 
 

@@ -12,9 +12,13 @@ numpy's promotion to float gives), so masks run in the pointwise VM; int64 value
 such as token ids, its views, integer constants) keep their 8-byte elements, their `Loc` counted
 in float32 units (strides of 2 per element), and only the rules that ask (``loc(v, ints=True)``:
 views, gather indices, the VM's int64 load) read them.
+
+The result is plain data: `Lowering.program` gives the immutable `lowered.Program` that the plan
+runs, the plan cache stores and plan_check validates; the lowering itself is dropped after.
 """
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any, Mapping, Sequence
 
@@ -28,67 +32,49 @@ from onemodel.core.types import TensorType
 
 from . import program as P
 from .arena import Arena
+from .lowered import Loc, NativeSegment, Program, PyStep, contiguous_strides
 from .pointwise import Unsupported
 from .weights import WeightBlock
 
 INF = 1 << 60
 
 
-def contiguous_strides(shape: Sequence[int]) -> tuple:
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= int(d)
-    return tuple(reversed(out))
+def signature_types(graph: Graph, env: Mapping[str, int]) -> dict:
+    """Every value's type at one shape signature (its symbolic axes evaluated)."""
+    return {name: TensorType(v.type.dtype, tuple(evaluate(d, env) for d in v.type.shape))
+            for name, v in graph.values.items()}
 
 
 @attrs.frozen
-class Loc:
-    """Where a float32 value lives for native code."""
+class _Native:
+    """One native instruction emitted, and its node (grouped into segments by `program`)."""
 
-    buf: int
-    off: int
-    shape: tuple
-    strides: tuple
-    alloc: int | None = None  # the arena allocation it sees (None: weights, feed, output)
-
-    @property
-    def addr(self) -> int:
-        return P.addr(self.buf, self.off)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    @property
-    def contiguous(self) -> bool:
-        return all(st == c for d, st, c in zip(self.shape, self.strides,
-                                               contiguous_strides(self.shape)) if d != 1)
-
-    def with_view(self, shape, strides) -> "Loc":
-        return Loc(self.buf, self.off, tuple(shape), tuple(strides), self.alloc)
-
-
-@attrs.define
-class NativeSegment:
-    instructions: list = attrs.field(factory=list)  # each a list of ints
-    nodes: list = attrs.field(factory=list)          # the node each instruction belongs to
-    program: Any = None
-
-    def finish(self) -> None:
-        self.program = P.assemble(self.instructions)
-
-
-@attrs.define
-class PyStep:
-    """A node run by its numpy kernel between native segments."""
-
+    ins: list
     node: Node
-    kernel: Any
-    params: dict
-    inputs: list    # per input: None | ("py" | "feed", name) | ("loc", Loc) | ("const", array)
-    outputs: list   # per output: ("py", name) | ("loc", Loc)
-    provider: str | None = None
+
+
+@attrs.define
+class Trial:
+    """What a rule may change while it lowers a node, and what a rule that gives up (returns
+    False or raises `Unsupported`) rolls back: `Lowering` keeps every field here (its
+    attributes of these names read and write them), and a trial copies them all, so a field
+    added here is rolled back with no other change."""
+
+    #: `_Native` instructions and `PyStep`s in order (`program` groups them into segments)
+    steps: list = attrs.field(factory=list)
+    locs: dict = attrs.field(factory=dict)            # value -> Loc
+    direct: dict = attrs.field(factory=dict)          # output index -> value written directly
+    accs: dict = attrs.field(factory=dict)  # id(sum node) -> (Loc, absorbed input positions)
+    absorbed: set = attrs.field(factory=set)  # values whose producer wrote an accumulator
+    fused: dict = attrs.field(factory=dict)   # id(node) -> its output, from an earlier node
+    arena: Arena = attrs.field(factory=Arena)
+    temps: list = attrs.field(factory=list)           # scratch allocations freed after a node
+    alloc_refs: dict = attrs.field(factory=dict)      # allocation -> values that see it
+    alloc_span: dict = attrs.field(factory=dict)      # allocation -> (offset, floats)
+    next_alloc: int = 0
+
+    def copy(self) -> "Trial":
+        return Trial(**{f.name: copy.copy(getattr(self, f.name)) for f in attrs.fields(Trial)})
 
 
 class Lowering:
@@ -103,22 +89,12 @@ class Lowering:
         self.wanted = [out_map[o] for o in output_names]
         self.nodes = live_nodes(graph.nodes, self.wanted,
                                 lambda n: n.op in ops and not ops[n.op].is_pure(n.params))
-        self.types = {name: TensorType(v.type.dtype, tuple(evaluate(d, env) for d in v.type.shape))
-                      for name, v in graph.values.items()}
+        self.types = signature_types(graph, env)
         self.consts = dict(graph.initializers)  # and the values folded for this signature
         self.folded: set[str] = set()
         self.feeds = [v.name for v in graph.inputs]
         self.n_feeds = len(self.feeds)
-        self.arena = Arena()
-        self.locs: dict[str, Loc] = {}
-        self.segments: list = []
-        self.alloc_refs: dict[int, set] = {}
-        self.alloc_span: dict[int, tuple] = {}
-        self._next_alloc = 0
-        self.temps: list[int] = []
-        self.accs: dict[int, tuple] = {}  # id(sum node) -> (Loc, absorbed input positions)
-        self.absorbed: set = set()        # values whose producer wrote them into an accumulator
-        self.fused: dict[int, Loc] = {}    # id(node) -> its output, computed by an earlier node
+        self.trial = Trial()  # locs, steps, the arena, ... (`Trial`)
         self.uses: dict[str, list] = {}
         for idx, node in enumerate(self.nodes):
             for i in node.inputs:
@@ -134,7 +110,6 @@ class Lowering:
         self.direct_ok = {w: j for j, w in enumerate(self.wanted)
                           if counts[w] == 1 and w in produced
                           and self.types[w].dtype.numpy == np.float32}
-        self.direct: dict[int, str] = {}
         for i, f in enumerate(self.feeds):
             t = self.types[f]
             if t.dtype.numpy == np.float32:
@@ -167,8 +142,8 @@ class Lowering:
 
     def new_alloc(self, n: int, owner: str | None) -> Loc:
         off = self.arena.alloc(n)
-        aid = self._next_alloc
-        self._next_alloc += 1
+        aid = self.next_alloc
+        self.next_alloc += 1
         self.alloc_span[aid] = (off, n)
         self.alloc_refs[aid] = {owner} if owner is not None else set()
         if owner is None:
@@ -253,35 +228,7 @@ class Lowering:
 
     # -- emitting --------------------------------------------------------------------------------
     def emit(self, ins: list) -> None:
-        if not self.segments or not isinstance(self.segments[-1], NativeSegment):
-            self.segments.append(NativeSegment())
-        seg = self.segments[-1]
-        seg.instructions.append(ins)
-        seg.nodes.append(self.current)
-
-    def _snapshot(self):
-        seg = self.segments[-1] if self.segments and isinstance(self.segments[-1],
-                                                                NativeSegment) else None
-        return (len(self.segments), seg, len(seg.instructions) if seg else 0,
-                list(self.arena.free), self.arena.top, self._next_alloc, len(self.temps),
-                dict(self.locs), set(self.direct), dict(self.accs), set(self.absorbed),
-                dict(self.fused))
-
-    def _restore(self, snap) -> None:
-        (nseg, seg, nins, free, top, nxt, ntemps, locs, direct, accs, absorbed, fused) = snap
-        del self.segments[nseg:]
-        if seg is not None:
-            del seg.instructions[nins:]
-            del seg.nodes[nins:]
-        self.arena.free, self.arena.top = free, top
-        for aid in range(nxt, self._next_alloc):
-            self.alloc_refs.pop(aid, None)
-            self.alloc_span.pop(aid, None)
-        self._next_alloc = nxt
-        del self.temps[ntemps:]
-        self.locs = locs
-        self.direct = {j: v for j, v in self.direct.items() if j in direct}
-        self.accs, self.absorbed, self.fused = accs, absorbed, fused
+        self.steps.append(_Native(ins, self.current))
 
     # -- the walk --------------------------------------------------------------------------------
     def _lower(self) -> None:
@@ -298,22 +245,19 @@ class Lowering:
                     and op.traits.pointwise is not None:
                 rule = self.rules.get("*pointwise")
             if rule is not None and self._lowerable(node):
-                snap = self._snapshot()
+                before = self.trial.copy()
                 try:
                     done = rule(self, node, params) is not False
                 except Unsupported as exc:
                     done = False
                     self.fallback_reasons[id(node)] = str(exc)
                 if not done:
-                    self._restore(snap)
+                    self.trial = before
             if done:
                 self.native_nodes += 1
             else:
                 self._fallback(node, params)
             self._release(idx, node)
-        for seg in self.segments:
-            if isinstance(seg, NativeSegment):
-                seg.finish()
 
     def const_key(self, value: str):
         """The weight block's key of a constant: a value folded for this signature may differ
@@ -407,7 +351,7 @@ class Lowering:
             else:
                 outs.append(("py", o))
         kernel, provider = self._numpy_kernel(node, op, params)
-        self.segments.append(PyStep(node, kernel, params, ins, outs, provider))
+        self.steps.append(PyStep(node, kernel, params, ins, outs, provider))
 
     def _numpy_kernel(self, node, op, params):
         """The numpy backend's kernel for this op when it has a plain one, else the op's own."""
@@ -417,14 +361,53 @@ class Lowering:
         return op.kernel, op.provider
 
     # -- the result ------------------------------------------------------------------------------
-    def describe(self) -> str:
+    def segments(self) -> list:
+        """The steps grouped: runs of native instructions become one `NativeSegment` each."""
+        out: list = []
+        run: list = []
+        for st in self.steps + [None]:
+            if isinstance(st, _Native):
+                run.append(st)
+                continue
+            if run:
+                out.append(NativeSegment(P.assemble([x.ins for x in run]),
+                                         tuple(x.node for x in run)))
+                run = []
+            if st is not None:
+                out.append(st)
+        return out
+
+    def program(self) -> Program:
+        """The lowering's result as plain data (`lowered.Program`)."""
+        segments = self.segments()
+        fetch = []
+        for j, w in enumerate(self.wanted):
+            if j in self.direct:
+                fetch.append(None)
+            elif w in self.locs:
+                fetch.append(("loc", self.locs[w]))
+            elif w in self.consts:
+                fetch.append(("const", self.consts[w]))
+            elif w in self.feeds:
+                fetch.append(("feed", w))
+            else:
+                fetch.append(("py", w))
+        return Program(
+            env={k: int(v) for k, v in self.env.items()}, feeds=self.feeds,
+            output_names=self.output_names, wanted=self.wanted,
+            direct=[j in self.direct for j in range(len(self.wanted))], fetch=fetch,
+            segments=segments, locs=self.locs,
+            folded={k: self.consts[k] for k in sorted(self.folded) if k in self.consts},
+            arena_floats=int(self.arena.size), source=self.describe(segments))
+
+    def describe(self, segments=None) -> str:
         lines = [f"# compiled backend: {self.native_nodes} native node(s), "
                  f"{len(self.fallback_nodes)} on numpy"
                  + (f" ({', '.join(sorted(set(self.fallback_nodes)))})"
                     if self.fallback_nodes else "")
                  + (f", {len(self.folded)} value(s) folded" if self.folded else "")
                  + f"; arena {self.arena.size * 4} bytes"]
-        for seg in self.segments:
+        for seg in self.segments() if segments is None else segments:
             if isinstance(seg, NativeSegment):
                 lines.append("native segment:")
                 for ins, node in zip(seg.instructions, seg.nodes):
@@ -454,5 +437,15 @@ def squeeze_dims(shape, strides) -> tuple[tuple, tuple]:
     return tuple(d for d, _ in out), tuple(s for _, s in out)
 
 
-__all__ = ["Lowering", "Loc", "NativeSegment", "PyStep", "contiguous_strides", "int_strides",
-           "squeeze_dims"]
+def _trial_field(name: str) -> property:
+    return property(lambda self: getattr(self.trial, name),
+                    lambda self, value: setattr(self.trial, name, value),
+                    doc=f"The lowering's {name} (`Trial`).")
+
+
+for _f in attrs.fields(Trial):
+    setattr(Lowering, _f.name, _trial_field(_f.name))
+del _f
+
+__all__ = ["Lowering", "Trial", "Loc", "NativeSegment", "PyStep", "Program", "contiguous_strides",
+           "int_strides", "squeeze_dims", "signature_types"]

@@ -7,10 +7,12 @@ import numpy as np
 from onemodel.core.adaptive import TimedChoice
 from onemodel.core.interpreter import node_error
 from onemodel.core.kernel_call import check_outputs
+from onemodel.core.symbolic import evaluate_nested
 from onemodel.errors import OneModelError
 
 from . import _native
-from .lower import Loc, Lowering, NativeSegment, PyStep
+from .lower import signature_types
+from .lowered import Loc, NativeSegment, Program, PyStep
 
 
 class NativeError(OneModelError):
@@ -32,56 +34,50 @@ def _typed(bufs, loc: Loc, dtype) -> np.ndarray:
     return v if dtype == np.float32 else v.astype(dtype)
 
 
-def batch_of(lw: Lowering) -> int:
+def batch_of(program: Program, types) -> int:
     """The run's batch: the leading dimension of the first feed with two or more (1 if none)."""
-    for f in lw.feeds:
-        shape = lw.types[f].shape
+    for f in program.feeds:
+        shape = types[f].shape
         if len(shape) >= 2:
             return int(shape[0])
     return 1
 
 
 class NativePlan:
-    """What `CompiledGraph.plan` returns for the compiled backend (``run(feeds)``, ``source``)."""
+    """What `CompiledGraph.plan` returns for the compiled backend (``run(feeds)``, ``source``):
+    a `Program` bound to the session's graph (its nodes, constants and value types at the
+    program's signature: ``types``, computed when not given), registry ``ops`` and weight
+    block. The program is all it reads of the lowering."""
 
-    def __init__(self, lw: Lowering, weights, pool=None) -> None:
-        self.lw = lw
+    def __init__(self, program: Program, graph, ops, weights, pool=None, types=None) -> None:
+        self.program = program
+        self.graph, self.ops = graph, ops
+        self.types = signature_types(graph, program.env) if types is None else types
         self.weights = weights
         #: the session's intra-op threads (`_native.Pool`), None at batch 1: a hand-off costs
         #: more than it saves on the small instructions of one sample
-        self.pool = pool if batch_of(lw) > 1 else None
+        self.pool = pool if batch_of(program, self.types) > 1 else None
         #: with a pool, whether a run uses it is chosen by timing (`onemodel.core.adaptive`;
         #: running alone is the baseline, the pool is tried first). Splits that pay on free
         #: cores lose when another program holds them (branches8 at batch 64 ran 1.34x slower
         #: on 2 threads with the second core taken); this notices within a few dozen runs.
         self.chooser = TimedChoice(2, start=1)
-        self.segments = lw.segments
-        self.output_names = lw.output_names
-        self.source = lw.describe()
-        self.arena_floats = max(16, lw.arena.size)
-        self.feed_names = lw.feeds
+        self.segments = program.segments
+        self.output_names = program.output_names
+        self.source = program.source
+        self.arena_floats = max(16, program.arena_floats)
+        self.feed_names = program.feeds
+        types = self.types
         #: the dtype each feed is handed to native code in (None: not at all); a bool feed as
         #: float32 0.0 / 1.0, the form native code holds bools in
         self.feed_as = [{np.dtype(np.float32): np.float32, np.dtype(np.int64): np.int64,
-                         np.dtype(np.bool_): np.float32}.get(np.dtype(lw.types[f].dtype.numpy))
-                        for f in lw.feeds]
+                         np.dtype(np.bool_): np.float32}.get(np.dtype(types[f].dtype.numpy))
+                        for f in program.feeds]
         self.feed_native = [d is not None for d in self.feed_as]
-        n_f = len(lw.feeds)
-        self.direct = [lw.direct.get(j) is not None for j in range(len(lw.wanted))]
-        self.out_types = [lw.types[w] for w in lw.wanted]
-        # how each wanted value is fetched when not written directly
-        self.fetch = []
-        for j, w in enumerate(lw.wanted):
-            if self.direct[j]:
-                self.fetch.append(("direct", 2 + n_f + j))
-            elif w in lw.locs:
-                self.fetch.append(("loc", lw.locs[w]))
-            elif w in lw.consts:
-                self.fetch.append(("const", lw.consts[w]))
-            elif w in lw.feeds:
-                self.fetch.append(("feed", w))
-            else:
-                self.fetch.append(("py", w))
+        self.direct = list(program.direct)
+        self.out_types = [types[w] for w in program.wanted]
+        #: how each wanted value is fetched when not written directly (None: it is)
+        self.fetch = program.fetch
         self._idle: list = []
         self.only_native = all(isinstance(s, NativeSegment) for s in self.segments)
         #: one native segment writing every output straight into the returned arrays: `run`
@@ -91,7 +87,7 @@ class NativePlan:
                      else None)
         self._out_shapes = [tuple(t.shape) for t in self.out_types]
         self._feed_args = (self.feed_names[0] if self.feed_native == [True]
-                           and lw.types[lw.feeds[0]].dtype.numpy == np.float32 else None)
+                           and types[program.feeds[0]].dtype.numpy == np.float32 else None)
 
     def _arena(self) -> np.ndarray:
         try:
@@ -172,11 +168,12 @@ class NativePlan:
                 else:
                     self._py_step(seg, bufs, py, feeds)
             result = {}
-            for name, (kind, what), o, t in zip(self.output_names, self.fetch, outs,
-                                                self.out_types):
-                if kind == "direct":
+            for name, how, o, t in zip(self.output_names, self.fetch, outs, self.out_types):
+                if how is None:  # written directly
                     result[name] = o
-                elif kind == "loc":
+                    continue
+                kind, what = how
+                if kind == "loc":
                     result[name] = np.array(_typed(bufs, what, t.dtype.numpy))
                 elif kind == "const":
                     result[name] = np.array(what, dtype=t.dtype.numpy)
@@ -205,7 +202,7 @@ class NativePlan:
                 args.append(feeds[spec[1]])
             else:
                 args.append(py[spec[1]])
-        types = self.lw.types
+        types = self.types
         try:
             res = check_outputs(st.kernel(*args, **st.params),
                                 [types[o] for o in st.node.outputs], st.node.op, st.provider)
@@ -225,20 +222,22 @@ class NativePlan:
     def _native_failure(self, seg: NativeSegment, index: int, bufs, py, feeds) -> None:
         """Re-run the failing segment's nodes on their numpy kernels to name the node that
         fails; if none does, name the node of the failing instruction."""
-        lw, ops = self.lw, self.lw.ops
+        prog, ops, consts = self.program, self.ops, self.graph.initializers
         values: dict = {}
 
         def get(v):
             if v in values:
                 return values[v]
-            if v in lw.consts:
-                return lw.consts[v]
+            if v in prog.folded:
+                return prog.folded[v]
+            if v in consts:
+                return consts[v]
             if v in py:
                 return py[v]
             if v in feeds:
                 return feeds[v]
-            if v in lw.locs:
-                return _typed(bufs, lw.locs[v], lw.types[v].dtype.numpy)
+            if v in prog.locs:
+                return _typed(bufs, prog.locs[v], self.types[v].dtype.numpy)
             raise KeyError(v)
 
         seen = []
@@ -248,8 +247,7 @@ class NativePlan:
         for node in seen:
             try:
                 args = [None if i is None else get(i) for i in node.inputs]
-                from onemodel.core.symbolic import evaluate_nested
-                params = evaluate_nested(dict(node.params), lw.env)
+                params = evaluate_nested(dict(node.params), dict(prog.env))
                 res = ops[node.op].kernel(*args, **params)
             except Exception as exc:
                 raise node_error(node, exc, ops[node.op].provider) from exc

@@ -44,8 +44,9 @@ from .weights import WeightBlock
 NAMESPACE = "compiled"
 #: packed weight blocks are files of their own (``w-<key>``), shared by the plans that read them
 WEIGHTS_PREFIX = "w-"
-#: bump when what an entry means changes in a way the code digest would not show
-SCHEMA = 1
+#: bump when what an entry means changes in a way the code digest would not show (2: the body
+#: is a frozen `lowered.Program`, no longer the fields of a `Lowering`)
+SCHEMA = 2
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _code_digest: str | None = None
 _code_lock = threading.Lock()
@@ -287,15 +288,9 @@ class PlanCache:
         stored = WeightBlock()
         if not stored.adopt(layout, data):
             raise plan_codec.BadEntry("a weight layout naming a key twice")
-        from .rules import RULES
-
-        lw = plan_codec.decode(body["plan"], arrays, self.graph, env, stored, ng.ops,
-                               RULES, ng.numpy_kernels)
-        size = lw.arena.size
-        if type(size) is not int or size < 0:
-            raise plan_codec.BadEntry(f"arena of {size!r} floats")
-        lw.weights = ng.weights
-        plan = NativePlan(lw, ng.weights, ng.pool)
+        program = plan_codec.decode(body["plan"], arrays, self.graph, env, stored, ng.ops,
+                                    ng.numpy_kernels)
+        plan = NativePlan(program, self.graph, ng.ops, ng.weights, ng.pool)
         plan.ready_arena()  # a size no memory holds fails here, not at the first run
         if not ng.weights.adopt(layout, data):
             return None  # this session's block was laid out otherwise: lower anew
@@ -303,14 +298,14 @@ class PlanCache:
         plan.source = f"{head}; loaded from the on-disk plan cache\n{rest}"
         return plan
 
-    def store(self, ng, env, output_names, lw) -> None:
+    def store(self, ng, env, output_names, program) -> None:
         """Save the plan just lowered, and the weight block unless a file holds it already;
         never raises for a reason of the cache's own."""
         key = self.key(ng, env, output_names)
         if key is None:
             return
         try:
-            body, arrays = plan_codec.encode(lw)
+            body, arrays = plan_codec.encode(program, self.graph, ng.ops, ng.numpy_kernels)
             layout, data = ng.weights.snapshot()
             layout_value = plan_codec.encode_value(layout)
             wkey = self.weights_key(ng, json.dumps(layout_value))

@@ -10,8 +10,10 @@ entry is discarded and the signature lowered anew). With $ONEMODEL_CHECK_LOWERED
 (the test suites do) every plan lowered is checked too, which is how the tests show that no plan
 the lowering makes is refused.
 
-Per instruction (one check function per opcode, `CHECKS`): the length its opcode has; every
-size field a count in [1, MAX_COUNT], every stride and padding in [0, MAX_COUNT]; every address
+Per instruction: the length its opcode has and every field by its kind, both from the
+instruction table (instructions.py: every count in [1, MAX_COUNT], every stride and padding in
+[0, MAX_COUNT], every code one its field allows, every address in a buffer of the run, -1 only
+where the field may be none); then one check function per opcode (`GEOMETRY`): every address
 inside its buffer with the whole extent the C kernel reads or writes through it (rows, columns,
 strides, channels, windows, groups, heads, the scratch each kernel lays out, including the
 slack its vector loops read past a row), for the sizes of THIS run: the weight block's used
@@ -30,7 +32,9 @@ import numpy as np
 
 from onemodel.errors import OneModelError
 
+from . import instructions as T
 from . import program as P
+from .instructions import CONV_ACTS, GEMM_ACTS, conv_direct_scratch
 from .plan_codec import BadEntry
 
 #: the largest scratch arena a plan may declare, in float32 elements (16 GiB)
@@ -39,12 +43,10 @@ MAX_ARENA_FLOATS = 1 << 32
 MAX_COUNT = (1 << P.BUF_SHIFT) - 1
 #: a pool's window per axis (a convolution's is bounded by its scratch)
 MAX_WINDOW = 1 << 16
-#: the VM's limits (csrc/om_program.h)
-VM_MAXREG, VM_MAXIN, VM_MAXCONST = 16, 16, 32
-VM_OPCODES = frozenset(range(1, 25)) | frozenset(range(30, 37)) | frozenset(range(40, 59))
-VM_LOAD, VM_CONST, VM_LOADI64 = 1, 2, 30
-GEMM_ACTS = frozenset(range(6))        # store_tile / store16 (om_kernels.h)
-CONV_ACTS = frozenset(range(10))       # act_rows, with parameters
+#: the VM's limits and opcodes (the instruction table)
+VM_MAXREG, VM_MAXIN, VM_MAXCONST = T.VM_MAXREG, T.VM_MAXIN, T.VM_MAXCONST
+VM_OPCODES = frozenset(T.VM_OPCODES.values())
+VM_LOAD, VM_CONST, VM_LOADI64 = (T.VM_OPCODES[n] for n in ("LOAD", "CONST", "LOADI64"))
 #: set to 1 to check every plan lowered in this process as well (the tests do)
 ENV_FLAG = "ONEMODEL_CHECK_LOWERED_PLANS"
 
@@ -62,10 +64,30 @@ def _ceil(a: int, b: int) -> int:
 
 
 class _Ins:
-    """One instruction being checked: its fields and the run's buffer sizes."""
+    """One instruction being checked: its fields, its row of the instruction table and the
+    run's buffer sizes."""
 
-    def __init__(self, fields: list, sizes: list, where: str) -> None:
-        self.f, self.sizes, self.where = fields, sizes, where
+    def __init__(self, fields: list, sizes: list, where: str,
+                 spec: T.Instruction | None = None) -> None:
+        self.f, self.sizes, self.where, self.spec = fields, sizes, where, spec
+
+    def typed(self) -> None:
+        """Every field by its kind in the instruction table (fixed-length instructions)."""
+        for i, field in enumerate(self.spec.fields):
+            kind = field.kind
+            if kind == T.COUNT:
+                self.count(i, field.name)
+            elif kind == T.STRIDE:
+                self.stride(i, field.name)
+            elif kind == T.CODE:
+                self.code(i, field.name, field.codes)
+            elif kind in (T.ADDR, T.ADDR_OPT):
+                self.address(i, field.name, optional=kind == T.ADDR_OPT)
+
+    def scratch(self) -> None:
+        """The scratch field holds the floats the table's formula gives for these fields."""
+        at, floats = self.spec.scratch
+        self.flat(at, "scratch", floats(self.f))
 
     def fail(self, what: str):
         raise UnsafePlan(f"{self.where}: {what}")
@@ -152,7 +174,7 @@ def _bmm(c: _Ins) -> None:
     c.region(4, "B", [(nb, sb), (k, bk), (n, bn)])
     c.region(8, "C", [(nb, so), (m, n), (n, 1)], write=True)
     c.code(13, "activation", GEMM_ACTS)
-    c.flat(14, "scratch", _ceil(n, 16) * k)
+    c.scratch()
 
 
 def _vm(c: _Ins) -> None:
@@ -220,7 +242,7 @@ def _attention(c: _Ins) -> None:
         s0, s1, ss = (c.stride(at + j, f"{name} stride {j - 1}") for j in (1, 2, 3))
         c.region(at, name, [(nb0, s0), (nb1, s1), (rows, ss), (cols, 1)],
                  write=name == "out")
-    c.flat(23, "scratch", _ceil(sk, 16) * d + sq * sk + _ceil(dv, 16) * sk + sq)
+    c.scratch()
     if len(c.f) == 30:  # I_ATTN_MASK
         s0, s1, mr, mc = (c.stride(24 + j, f"mask stride {j - 1}") for j in (1, 2, 3, 4))
         c.region(24, "mask", [(nb0, s0), (nb1, s1), (sq, mr), (sk, mc)])
@@ -269,29 +291,6 @@ def _prologue(c: _Ins, at: int, channels: int) -> bool:
     return True
 
 
-def conv_direct_scratch(f: list) -> int:
-    """The floats of scratch conv_direct_range (om_kernels.h) touches for these fields."""
-    n_, cin, h, w, cout, kh, kw, ph, pw = f[1:10]
-    g, ho, wo, pool, sh, sw = f[12], f[13], f[14], f[20], f[21], f[22]
-    cig, cog = cin // g, cout // g
-    k = cig * kh * kw
-    hp = h + 2 * ph
-    strided = sh != 1 or sw != 1
-    if not strided:
-        wp = w + pw
-        plane = hp * wp + pw
-    else:
-        wp = -(-(w + 2 * pw) // sw)
-        plane = -(-hp // sh) * wp
-    nq = (ho - 1) * wp + wo
-    nqr = _ceil(nq, 24)
-    xpn = cig * sh * sw * plane + 24 + wp
-    koff_end = _ceil(xpn, 16) + _ceil(cog, 4) * nqr + 32 + 2 * k
-    if cig == 1 and cog == 1 and not pool and ho * wo <= (256 if strided else 64):
-        return max(koff_end, (hp * (w + 2 * pw) + kh * kw + ho * wo) * 8)  # dw_small
-    return koff_end + (wp * sw + 16 if strided else 0)  # + the phase planes' row buffer
-
-
 def _conv_direct(c: _Ins) -> None:
     # x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, G, Ho, Wo, wpacked, bias, act, out,
     # scratch, pool, sh, sw, p0, p1, mean, scale, shift, scratch floats
@@ -326,7 +325,7 @@ def _conv1x1(c: _Ins) -> None:  # x, N, Cin, HW, Cout, wpanels, bias, act, out, 
     c.flat(6, "bias", cout, optional=True)
     c.code(7, "activation", CONV_ACTS)
     c.flat(8, "out", n * cout * hw)
-    c.flat(9, "scratch", _ceil(n * hw * cin, 16) + n * hw * cout)
+    c.scratch()
 
 
 def _conv_gemm(c: _Ins) -> None:
@@ -340,17 +339,14 @@ def _conv_gemm(c: _Ins) -> None:
                                                   (12, "stride"), (13, "stride")))
     ho, wo = c.count(14, "Ho"), c.count(15, "Wo")
     _conv_geometry(c, h, w, kh, kw, ph, pw, dh, dw, sh, sw, ho, wo)
-    k, m = cin * kh * kw, n * ho * wo
+    k = cin * kh * kw
     c.flat(0, "x", n * cin * h * w)
     c.flat(16, "weight panels", _ceil(cout, 16) * k)
     c.flat(17, "bias", cout, optional=True)
     c.code(18, "activation", CONV_ACTS)
     c.flat(19, "out", n * cout * ho * wo)
-    pro = _prologue(c, 23, cin)
-    padded = ph != 0 or pw != 0 or pro
-    xpn = _ceil(n * cin * (h + 2 * ph) * (w + 2 * pw), 16) if padded else 0
-    mb = min(m, max(6, 98304 // max(k, 1) // 6 * 6))  # om_conv_gemm.h's conv_gemm_rows
-    c.flat(20, "scratch", xpn + _ceil(_ceil(mb, 6) * k, 16) + _ceil(m * cout, 2) + 2 * kh * kw)
+    _prologue(c, 23, cin)
+    c.scratch()
 
 
 def _mean_rows(c: _Ins) -> None:  # x, rows, cols, out
@@ -418,7 +414,7 @@ def _rnn(gates: int):
             c.flat(13, "final c", b * h, write=True)
         else:
             c.code(13, "final c (unused)", unused)
-        c.flat(15, "scratch", b * (gates + 2) * h)
+        c.scratch()
     return check
 
 
@@ -426,17 +422,19 @@ def _fail(c: _Ins) -> None:
     """I_FAIL stops the run (the plan then names the node): nothing to read."""
 
 
-#: opcode -> (fields, or None when variable, check)
-CHECKS = {
-    P.I_GEMM: (13, _gemm), P.I_BMM: (15, _bmm), P.I_VM: (None, _vm),
-    P.I_SOFTMAX: (4, _softmax), P.I_LAYERNORM: (7, _layer_norm),
-    P.I_ATTN: (24, _attention), P.I_ATTN_MASK: (30, _attention),
-    P.I_MAXPOOL: (13, _pool), P.I_AVGPOOL: (13, _pool), P.I_COPY: (14, _copy),
-    P.I_CONV_DIRECT: (29, _conv_direct), P.I_CONV1X1: (12, _conv1x1),
-    P.I_CONV_GEMM: (26, _conv_gemm), P.I_MEAN_ROWS: (4, _mean_rows),
-    P.I_CONCAT: (None, _concat), P.I_GATHER: (8, _gather), P.I_FAIL: (None, _fail),
-    P.I_LSTM: (16, _rnn(4)), P.I_GRU: (16, _rnn(3)),
+#: the geometry check of each opcode (after the typed fields of the instruction table)
+GEOMETRY = {
+    P.I_GEMM: _gemm, P.I_BMM: _bmm, P.I_VM: _vm, P.I_SOFTMAX: _softmax,
+    P.I_LAYERNORM: _layer_norm, P.I_ATTN: _attention, P.I_ATTN_MASK: _attention,
+    P.I_MAXPOOL: _pool, P.I_AVGPOOL: _pool, P.I_COPY: _copy, P.I_CONV_DIRECT: _conv_direct,
+    P.I_CONV1X1: _conv1x1, P.I_CONV_GEMM: _conv_gemm, P.I_MEAN_ROWS: _mean_rows,
+    P.I_CONCAT: _concat, P.I_GATHER: _gather, P.I_FAIL: _fail,
+    P.I_LSTM: _rnn(4), P.I_GRU: _rnn(3),
 }
+#: opcode -> (fields, or None when variable, check): every instruction of the table (an
+#: opcode without a geometry check here fails at import)
+CHECKS = {ins.opcode: (None if ins.fields is None else len(ins.fields), GEOMETRY[ins.opcode])
+          for ins in T.TABLE}
 
 
 def check_program(program: np.ndarray, sizes: list, where: str = "program") -> int:
@@ -460,39 +458,43 @@ def check_program(program: np.ndarray, sizes: list, where: str = "program") -> i
         if fields is not None and n - 2 != fields:
             raise UnsafePlan(f"{where}: instruction {idx} ({name}) has {n - 2} fields, not "
                              f"{fields}")
-        fn(_Ins(p[pc + 2: pc + n], sizes, f"{where}: instruction {idx} ({name})"))
+        c = _Ins(p[pc + 2: pc + n], sizes, f"{where}: instruction {idx} ({name})",
+                 T.BY_OPCODE[op])
+        if fields is not None:
+            c.typed()
+        fn(c)
         pc += n
         idx += 1
     return idx
 
 
-def arena_floats(lw) -> int:
+def arena_floats(program) -> int:
     """The arena a plan declares (NativePlan allocates max(16, this)), refused when it is not
     an int in [0, MAX_ARENA_FLOATS]: before anything is allocated."""
-    size = getattr(lw.arena, "peak", None)
+    size = getattr(program, "arena_floats", None)
     if type(size) is not int or not 0 <= size <= MAX_ARENA_FLOATS:
         raise UnsafePlan(f"arena of {size!r} floats (at most {MAX_ARENA_FLOATS})")
     return max(16, size)
 
 
-def buffer_sizes(lw, weights) -> list:
-    """The floats of each buffer a run of ``lw`` hands to native code (plan.NativePlan's
+def buffer_sizes(program, types, weights) -> list:
+    """The floats of each buffer a run of ``program`` hands to native code (plan.NativePlan's
     `buffers`): the weight block's used part, the arena, the feeds as native code reads them
     (0 for one it does not get), the outputs written directly (0 for the others)."""
-    sizes = [int(weights.used), arena_floats(lw)]
-    for f in lw.feeds:
-        t = lw.types[f]
+    sizes = [int(weights.used), arena_floats(program)]
+    for f in program.feeds:
+        t = types[f]
         per = {np.dtype(np.float32): 1, np.dtype(np.bool_): 1, np.dtype(np.int64): 2}.get(
             np.dtype(t.dtype.numpy), 0)
         sizes.append(per * math.prod(t.shape))
-    for j, w in enumerate(lw.wanted):
-        sizes.append(math.prod(lw.types[w].shape) if lw.direct.get(j) is not None else 0)
+    for j, w in enumerate(program.wanted):
+        sizes.append(math.prod(types[w].shape) if program.direct[j] else 0)
     return sizes
 
 
 def _check_loc(loc, sizes, what: str, ints: bool = False) -> None:
     """A location numpy views (an int64 value's last element is two floats: ``ints``)."""
-    from .lower import Loc
+    from .lowered import Loc
 
     if not isinstance(loc, Loc) or type(loc.buf) is not int or type(loc.off) is not int \
             or not isinstance(loc.shape, tuple) or not isinstance(loc.strides, tuple) \
@@ -511,43 +513,56 @@ def _check_loc(loc, sizes, what: str, ints: bool = False) -> None:
                          f"{sizes[loc.buf]} floats")
 
 
-def check(lw, weights) -> None:
-    """Everything of a lowering native code (and the views over native memory) will trust,
-    for the run it describes; `UnsafePlan` names the first thing that is not."""
+def check(program, graph, weights, types=None) -> None:
+    """Everything of a program lowered from ``graph`` that native code (and the views over
+    native memory) will trust, for the run it describes (``types``: the graph's value types
+    at the program's signature, computed when not given); `UnsafePlan` names the first thing
+    that is not."""
     try:
-        _check(lw, weights)
+        _check(program, graph, weights, types)
     except UnsafePlan:
         raise
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
         raise UnsafePlan(f"a malformed plan ({type(exc).__name__}: {exc})") from None
 
 
-def _check(lw, weights) -> None:
-    from .lower import NativeSegment, PyStep
+def _check(program, graph, weights, types) -> None:
+    from .lower import signature_types
+    from .lowered import NativeSegment, Program, PyStep
 
-    graph = lw.graph
+    if type(program) is not Program:
+        raise UnsafePlan("not a program")
+    if types is None:
+        types = signature_types(graph, dict(program.env))
     out_map = dict(graph.outputs)
-    if lw.feeds != [v.name for v in graph.inputs]:
+    if program.feeds != tuple(v.name for v in graph.inputs):
         raise UnsafePlan("feeds that are not the graph's inputs")
-    if not isinstance(lw.output_names, list) or any(
-            not isinstance(o, str) or o not in out_map for o in lw.output_names) \
-            or lw.wanted != [out_map[o] for o in lw.output_names]:
+    if any(not isinstance(o, str) or o not in out_map for o in program.output_names) \
+            or program.wanted != tuple(out_map[o] for o in program.output_names):
         raise UnsafePlan("outputs that are not the graph's")
-    if not isinstance(lw.direct, dict) or any(
-            type(j) is not int or not 0 <= j < len(lw.wanted) or v != lw.wanted[j]
-            or lw.types[v].dtype.numpy != np.float32 for j, v in lw.direct.items()):
+    n_out = len(program.wanted)
+    if len(program.direct) != n_out or len(program.fetch) != n_out or any(
+            type(d) is not bool or (d and (types[w].dtype.numpy != np.float32
+                                           or program.fetch[j] is not None))
+            for j, (d, w) in enumerate(zip(program.direct, program.wanted))):
         raise UnsafePlan("outputs written directly that are not the plan's")
-    sizes = buffer_sizes(lw, weights)
-    if not isinstance(lw.segments, list):
-        raise UnsafePlan("no segment list")
-    for s, seg in enumerate(lw.segments):
-        if isinstance(seg, NativeSegment):
+    sizes = buffer_sizes(program, types, weights)
+    for j, how in enumerate(program.fetch):
+        if how is None:
+            if not program.direct[j]:
+                raise UnsafePlan(f"output {j} fetched from nowhere")
+        elif not isinstance(how, tuple) or len(how) != 2 or how[0] not in (
+                "loc", "const", "feed", "py"):
+            raise UnsafePlan(f"output {j}: not a way to fetch it")
+        elif how[0] == "loc":
+            _check_loc(how[1], sizes, f"output {j}",
+                       np.dtype(types[program.wanted[j]].dtype.numpy) == np.int64)
+    for s, seg in enumerate(program.segments):
+        if type(seg) is NativeSegment:
             n = check_program(seg.program, sizes, f"segment {s}")
-            if not isinstance(seg.instructions, list) or not isinstance(seg.nodes, list) \
-                    or n != len(seg.instructions) or n != len(seg.nodes) \
-                    or not np.array_equal(seg.program, P.assemble(seg.instructions)):
-                raise UnsafePlan(f"segment {s}: its program is not its instructions")
-        elif isinstance(seg, PyStep):
+            if n != len(seg.nodes):
+                raise UnsafePlan(f"segment {s}: {n} instructions, {len(seg.nodes)} nodes")
+        elif type(seg) is PyStep:
             specs = [x for x in list(seg.inputs) + list(seg.outputs)
                      if isinstance(x, tuple) and x and isinstance(x[0], str)
                      and x[0].startswith("loc")]
@@ -556,13 +571,14 @@ def _check(lw, weights) -> None:
                            spec[0] == "loc_i64")
         else:
             raise UnsafePlan(f"segment {s} is neither native nor numpy")
-    if not isinstance(lw.locs, dict):
-        raise UnsafePlan("no locations")
-    for name, loc in lw.locs.items():
-        t = lw.types.get(name)
+    for name, loc in program.locs.items():
+        t = types.get(name)
         _check_loc(loc, sizes, f"value {name!r}",
                    t is not None and np.dtype(t.dtype.numpy) == np.int64)
+    for name in program.folded:
+        if name not in graph.values:
+            raise UnsafePlan(f"folded value {name!r} is not in the graph")
 
 
 __all__ = ["check", "check_program", "buffer_sizes", "UnsafePlan", "MAX_ARENA_FLOATS",
-           "MAX_COUNT", "MAX_WINDOW", "CHECKS", "lowered_checks_enabled", "ENV_FLAG"]
+           "MAX_COUNT", "MAX_WINDOW", "CHECKS", "GEOMETRY", "lowered_checks_enabled", "ENV_FLAG"]

@@ -1,33 +1,25 @@
-"""A `Lowering` as JSON and arrays, and back: what the plan cache stores per shape signature.
+"""A lowered `Program` as JSON and arrays, and back: what the plan cache stores per shape
+signature.
 
-Generic on purpose: every attribute of the lowering is stored (minus the inputs it was made
-from, rebuilt from the session, and bookkeeping used only while lowering), value by value, so a
-field added to the lowering needs no change here. Values may be JSON scalars, tuples, lists,
-dicts, sets, numpy arrays and scalars, slices, dtypes, the graph's nodes (stored by position),
-the graph's constants (by name), kernels of the registry (by op), and instances of this
-plugin's own classes (`Loc`, `NativeSegment`, `PyStep`, `Arena`: their fields). Anything else
-raises `NotCacheable` and the plan is simply not cached. Decoding creates no object but
-those, and imports nothing.
+Generic on purpose: a program is frozen attrs records (`lowered.CLASSES`) stored field by field,
+so a field added to one of them needs no change here. Values may be JSON scalars, tuples, lists,
+dicts (and read-only mappings), sets, numpy arrays and scalars, slices, dtypes, the graph's nodes
+(stored by position), the graph's constants (by name), kernels of the registry (by op), and the
+records of `lowered.CLASSES` (by class name and fields). Anything else raises `NotCacheable` and
+the plan is simply not cached. Decoding builds a record by calling its class with exactly its
+fields, creates no other object, and imports nothing; the program it gives is then checked
+(plan_check) before anything runs it.
 """
 from __future__ import annotations
 
-import sys
 from types import MappingProxyType
 
 import attrs
 import numpy as np
 
 from onemodel.core.dtype import DType
-from onemodel.core.symbolic import evaluate
-from onemodel.core.types import TensorType
 
-from .lower import Lowering
-
-PACKAGE = __name__.rpartition(".")[0]
-#: rebuilt from the session (graph, weights, registry) or only used while lowering
-SKIP = frozenset({"graph", "weights", "ops", "rules", "numpy_kernels", "types", "consts",
-                  "current", "uses", "last_use", "alloc_refs", "alloc_span", "temps", "accs",
-                  "absorbed", "fused", "_next_alloc", "direct_ok"})
+from .lowered import CLASSES, Program
 
 
 class NotCacheable(Exception):
@@ -69,7 +61,7 @@ class _Encoder:
             return {"T": [self(x) for x in v]}
         if t is list:
             return {"L": [self(x) for x in v]}
-        if t is dict:
+        if t is dict or t is MappingProxyType:
             return {"D": [[self(k), self(x)] for k, x in v.items()]}
         if t is set or t is frozenset:
             return {"S" if t is set else "F": [self(x) for x in sorted(v, key=repr)]}
@@ -91,15 +83,9 @@ class _Encoder:
             return {"NODE": self._nodes[id(v)]}
         if id(v) in self._kernels:
             return {"K": self._kernels[id(v)]}
-        if t.__module__.startswith(PACKAGE + ".") and "." not in t.__qualname__:
-            if attrs.has(t):
-                fields = {f.name: getattr(v, f.name) for f in attrs.fields(t)}
-            elif hasattr(v, "__dict__") and not callable(v):
-                fields = dict(vars(v))
-            else:
-                raise NotCacheable(f"an instance of {t.__qualname__}")
-            return {"O": [t.__module__, t.__qualname__,
-                          [[k, self(x)] for k, x in fields.items()]]}
+        if CLASSES.get(t.__name__) is t:
+            return {"O": [t.__name__, {f.name: self(getattr(v, f.name))
+                                       for f in attrs.fields(t)}]}
         raise NotCacheable(f"a value of type {t.__module__}.{t.__qualname__}")
 
     def _array(self, a: np.ndarray):
@@ -189,24 +175,15 @@ class _Decoder:
                 raise BadEntry(f"no kernel of {op!r}")
             return fn
         if tag == "O":
-            module, qualname, fields = _list(x, 3)
-            mod = sys.modules.get(module) if isinstance(module, str) else None
-            cls = getattr(mod, qualname, None) if (
-                mod is not None and module.startswith(PACKAGE + ".")
-                and isinstance(qualname, str) and "." not in qualname) else None
-            if not isinstance(cls, type) or cls.__module__ != module:
-                raise BadEntry(f"no class {module}.{qualname}")
-            obj = object.__new__(cls)
-            names = {f.name for f in attrs.fields(cls)} if attrs.has(cls) else None
-            for pair in _list(fields):
-                k, val = _pair(pair)
-                if not isinstance(k, str) or k.startswith("__") or (
-                        names is not None and k not in names):
-                    raise BadEntry(f"no field {k!r} in {qualname}")
-                object.__setattr__(obj, k, self(val))
-            if names is not None and len(fields) != len(names):
-                raise BadEntry(f"fields of {qualname} missing")
-            return obj
+            name, fields = _pair(x)
+            cls = CLASSES.get(name) if isinstance(name, str) else None
+            if cls is None or not isinstance(fields, dict):
+                raise BadEntry(f"no record {name!r}")
+            names = {f.name for f in attrs.fields(cls)}
+            if set(fields) != names:
+                raise BadEntry(f"fields of {name} {sorted(set(fields) ^ names)} missing or "
+                               f"unknown")
+            return cls(**{k: self(val) for k, val in fields.items()})
         raise BadEntry(f"unknown tag {tag!r}")
 
 
@@ -220,12 +197,13 @@ def _pair(x) -> list:
     return _list(x, 2)
 
 
-def encode(lw: Lowering) -> tuple[dict, list[np.ndarray]]:
-    """``(body, arrays)`` of a lowering; `NotCacheable` when a value cannot be stored."""
-    enc = _Encoder(lw.graph, lw.ops, lw.numpy_kernels)
-    fields = {k: enc(v) for k, v in vars(lw).items() if k not in SKIP}
-    folded = {k: enc(lw.consts[k]) for k in sorted(lw.folded) if k in lw.consts}
-    return {"fields": fields, "folded": folded}, enc.arrays
+def encode(program: Program, graph, ops, numpy_kernels) -> tuple[dict, list[np.ndarray]]:
+    """``(body, arrays)`` of a program lowered from ``graph``; `NotCacheable` when a value
+    cannot be stored."""
+    if type(program) is not Program:
+        raise NotCacheable(f"a {type(program).__name__}, not a Program")
+    enc = _Encoder(graph, ops, numpy_kernels)
+    return {"program": enc(program)}, enc.arrays
 
 
 def encode_value(v):
@@ -244,37 +222,22 @@ class _EMPTY_GRAPH:
     nodes = ()
 
 
-def decode(body, arrays, graph, env, weights, ops, rules, numpy_kernels) -> Lowering:
-    """The lowering `encode` stored, bound to this session's graph, weight block and registry
-    (`BadEntry` when the body does not decode)."""
-    if not isinstance(body, dict) or not isinstance(body.get("fields"), dict) \
-            or not isinstance(body.get("folded"), dict):
-        raise BadEntry("malformed body")
-    dec = _Decoder(arrays, graph, ops, numpy_kernels)
-    lw = object.__new__(Lowering)
-    lw.graph, lw.env, lw.weights, lw.ops, lw.rules = graph, dict(env), weights, ops, rules
-    lw.numpy_kernels = numpy_kernels
-    lw.types = {name: TensorType(v.type.dtype, tuple(evaluate(d, env) for d in v.type.shape))
-                for name, v in graph.values.items()}
-    for k, v in body["fields"].items():
-        if k in SKIP or k.startswith("__") or hasattr(Lowering, k):  # data, never a method
-            raise BadEntry(f"field {k!r} is not stored")
-        setattr(lw, k, dec(v))
-    lw.consts = dict(graph.initializers)
-    for k, v in body["folded"].items():
-        if k not in graph.values:
-            raise BadEntry(f"folded value {k!r} is not in the graph")
-        lw.consts[k] = dec(v)
-    _check(lw)
-    return lw
-
-
-def _check(lw: Lowering) -> None:
-    """What native code will trust: every instruction of every program inside the buffers of
-    the run it describes (weights, arena, feeds, outputs), every location too (plan_check)."""
+def decode(body, arrays, graph, env, weights, ops, numpy_kernels) -> Program:
+    """The program `encode` stored, its nodes, constants and kernels those of this session's
+    graph and registry, checked (plan_check) against the run it describes: ``env``'s shapes and
+    ``weights``, the stored weight block (`BadEntry` when the body does not decode, or
+    `plan_check.UnsafePlan`)."""
     from . import plan_check
 
-    plan_check.check(lw, lw.weights)
+    if not isinstance(body, dict) or set(body) != {"program"}:
+        raise BadEntry("malformed body")
+    program = _Decoder(arrays, graph, ops, numpy_kernels)(body["program"])
+    if type(program) is not Program:
+        raise BadEntry("the body is not a program")
+    if dict(program.env) != {k: int(v) for k, v in env.items()}:
+        raise BadEntry("a program of another shape signature")
+    plan_check.check(program, graph, weights)
+    return program
 
 
 __all__ = ["encode", "decode", "encode_value", "decode_value", "NotCacheable", "BadEntry"]

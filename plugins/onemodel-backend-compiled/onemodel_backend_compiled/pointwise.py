@@ -11,14 +11,25 @@ from __future__ import annotations
 import ast
 from typing import Any, Mapping, Sequence
 
+from .instructions import VM_MAXCONST as MAXCONST
+from .instructions import VM_MAXIN as MAXIN
+from .instructions import VM_MAXREG as MAXREG
+from .instructions import VM_OPCODES as _VM
+
+# the VM's opcodes, from the instruction table (instructions.VM_RANGES)
 (LOAD, CONST, ADD, SUB, MUL, DIV, MAX, MIN, POW, NEG, ABS, EXP, LOG, SQRT, TANH, SIGMOID, RELU,
- ERF, GELU, GELU_TANH, SQUARE, RECIP, SWISH, COPY) = range(1, 25)
-MAXREG, MAXIN, MAXCONST = 16, 16, 32
+ ERF, GELU, GELU_TANH, SQUARE, RECIP, SWISH, COPY) = (_VM[n] for n in (
+     "LOAD", "CONST", "ADD", "SUB", "MUL", "DIV", "MAX", "MIN", "POW", "NEG", "ABS", "EXP",
+     "LOG", "SQRT", "TANH", "SIGMOID", "RELU", "ERF", "GELU", "GELU_TANH", "SQUARE", "RECIP",
+     "SWISH", "COPY"))
 #: mask ops (csrc/om_masks.h): bools are 0.0 / 1.0; WHERE reads its condition from dst
-LOADI64, ISNAN, WHERE, EQ, NE, LT, LE = range(30, 37)
+LOADI64, ISNAN, WHERE, EQ, NE, LT, LE = (_VM[n] for n in (
+    "LOADI64", "ISNAN", "WHERE", "EQ", "NE", "LT", "LE"))
 #: csrc/om_vmath.h: trigonometry, rounding, log1p / expm1, float remainders, logical ops
 (SIN, COS, TAN, ASIN, ACOS, ATAN, ATAN2, FLOOR, CEIL, RINT, LOG1P, EXPM1, FMOD, REMAINDER,
- FLOORDIV, AND, OR, NOT, ISFINITE) = range(40, 59)
+ FLOORDIV, AND, OR, NOT, ISFINITE) = (_VM[n] for n in (
+     "SIN", "COS", "TAN", "ASIN", "ACOS", "ATAN", "ATAN2", "FLOOR", "CEIL", "RINT", "LOG1P",
+     "EXPM1", "FMOD", "REMAINDER", "FLOORDIV", "AND", "OR", "NOT", "ISFINITE"))
 #: ops whose result is a bool (0.0 / 1.0) whatever they read
 BOOL_RESULT = frozenset({ISNAN, EQ, NE, LT, LE, AND, OR, NOT, ISFINITE})
 

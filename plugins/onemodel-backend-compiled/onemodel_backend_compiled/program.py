@@ -1,4 +1,5 @@
-"""The instruction format of the native executor (mirrors csrc/om_program.h).
+"""The instruction format of the native executor: opcodes and names from the instruction table
+(instructions.py, which csrc/om_program.h is generated from).
 
 A program is a flat int64 array: each instruction is ``[opcode, length, fields...]``. An address
 is ``(buffer << 40) | offset`` in float32 elements, -1 for none; buffer 0 is the weight block,
@@ -10,22 +11,20 @@ import struct
 
 import numpy as np
 
-BUF_SHIFT = 40
+from . import instructions as T
+
+BUF_SHIFT = T.BUF_SHIFT
 WEIGHTS, ARENA = 0, 1
 
-I_GEMM, I_VM, I_SOFTMAX, I_LAYERNORM, I_ATTN = 1, 2, 3, 4, 5  # 6 was im2col conv
-I_MAXPOOL, I_AVGPOOL, I_COPY, I_BMM, I_CONV_DIRECT, I_CONV1X1 = 7, 8, 9, 10, 11, 12
-I_MEAN_ROWS, I_CONCAT, I_FAIL = 13, 14, 99
-I_CONV_GEMM = 20  # 20-29: convolution paths
-I_GATHER, I_ATTN_MASK = 30, 31  # the text helper's range: 30-39
-I_LSTM, I_GRU = 40, 41  # 40-49: recurrent layers (csrc/om_rnn.h, rnn_rules.py)
-NAMES = {I_GEMM: "gemm", I_VM: "pointwise", I_SOFTMAX: "softmax", I_LAYERNORM: "layer_norm",
-         I_ATTN: "attention", I_MAXPOOL: "max_pool2d",
-         I_AVGPOOL: "avg_pool2d", I_COPY: "copy", I_BMM: "matmul",
-         I_CONV_DIRECT: "conv2d_direct", I_CONV1X1: "conv2d_1x1_gemm",
-         I_MEAN_ROWS: "mean", I_CONCAT: "concat", I_CONV_GEMM: "conv2d_gemm",
-         I_GATHER: "gather", I_ATTN_MASK: "attention", I_LSTM: "lstm", I_GRU: "gru",
-         I_FAIL: "fail"}
+_OP = {ins.key: ins.opcode for ins in T.TABLE}
+(I_GEMM, I_VM, I_SOFTMAX, I_LAYERNORM, I_ATTN, I_MAXPOOL, I_AVGPOOL, I_COPY, I_BMM,
+ I_CONV_DIRECT, I_CONV1X1, I_MEAN_ROWS, I_CONCAT, I_CONV_GEMM, I_GATHER, I_ATTN_MASK, I_LSTM,
+ I_GRU, I_FAIL) = (_OP[k] for k in (
+     "GEMM", "VM", "SOFTMAX", "LAYERNORM", "ATTN", "MAXPOOL", "AVGPOOL", "COPY", "BMM",
+     "CONV_DIRECT", "CONV1X1", "MEAN_ROWS", "CONCAT", "CONV_GEMM", "GATHER", "ATTN_MASK",
+     "LSTM", "GRU", "FAIL"))
+#: what a plan's source prints for each opcode
+NAMES = {ins.opcode: ins.name for ins in T.TABLE}
 
 ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "gelu": 4,
                "gelu_tanh": 5}

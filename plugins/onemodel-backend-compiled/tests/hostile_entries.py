@@ -22,6 +22,7 @@ from onemodel import Tensor
 from onemodel.errors import OneModelError
 from onemodel_backend_compiled import entry_file, plan_cache
 from onemodel_backend_compiled import program as P
+from onemodel_backend_compiled.lowered import split_program
 
 F = "f"  # a float's bits: not an address or a size (skipped)
 A, N, S, C, R = "addr", "count", "stride", "code", "reg"
@@ -176,20 +177,20 @@ def traced(name):
 
 # -- the entry -------------------------------------------------------------------------------
 def _fields(obj):
-    """The [name, value] pairs of an encoded object of this plugin ({"O": [...]})."""
-    return obj["O"][2]
+    """The {name: value} fields of an encoded record of this plugin ({"O": [class, fields]})."""
+    return obj["O"][1]
 
 
-def _field(obj, name):
-    return next(v for k, v in _fields(obj) if k == name)
+def program(body):
+    return _fields(body["plan"]["program"])
 
 
 def segments(body):
-    return body["plan"]["fields"]["segments"]["L"]
+    return program(body)["segments"]["T"]
 
 
 def native_segments(body):
-    return [s for s in segments(body) if s["O"][1] == "NativeSegment"]
+    return [s for s in segments(body) if s["O"][0] == "NativeSegment"]
 
 
 class Entry:
@@ -206,31 +207,32 @@ class Entry:
         with open(self.path, "wb") as f:
             f.write(data)
 
+    def _program(self, seg):
+        """The program array of an encoded native segment, and its index among the arrays."""
+        index = _fields(seg)["program"]["A"][0]
+        return index, self.arrays[index]
+
     def first_of_each_kind(self):
         """(segment, instruction index, instruction) of the first instruction of each opcode."""
         seen = {}
         for s, seg in enumerate(native_segments(self.body)):
-            for i, ins in enumerate(_field(seg, "instructions")["L"]):
-                seen.setdefault(ins["L"][0], (s, i, list(ins["L"])))
+            for i, ins in enumerate(split_program(self._program(seg)[1])):
+                seen.setdefault(ins[0], (s, i, ins))
         return seen
 
     def with_instruction(self, s, i, ins):
-        """(body, arrays) with instruction i of native segment s replaced (in the program
-        array that runs and in the instruction list it was assembled from)."""
-        body = copy.deepcopy(self.body)
-        seg = native_segments(body)[s]
-        insl = _field(seg, "instructions")["L"]
-        insl[i] = {"L": list(ins)}
+        """(body, arrays) with instruction i of native segment s replaced in the program array
+        that runs."""
+        index, prog = self._program(native_segments(self.body)[s])
+        insl = split_program(prog)
+        insl[i] = list(ins)
         arrays = list(self.arrays)
-        index = _field(seg, "program")["A"][0]
-        arrays[index] = P.assemble([x["L"] for x in insl])
-        return body, arrays
+        arrays[index] = P.assemble(insl)
+        return self.body, arrays
 
     def with_arena(self, peak):
         body = copy.deepcopy(self.body)
-        for pair in _fields(body["plan"]["fields"]["arena"]):
-            if pair[0] == "peak":
-                pair[1] = peak
+        program(body)["arena_floats"] = peak
         return body, self.arrays
 
 
@@ -273,12 +275,12 @@ def main(name, out_path):
     key = ng.plan_cache.key(ng, env, tuple(model.graph.output_names))
     path = ng.plan_cache.path(key)
     plan = ng.plan(env, None)
-    lw = plan.lw
-    sizes = [ng.weights.used, max(16, lw.arena.size)]
-    sizes += [int(np.prod(lw.types[f].shape)) * (2 if lw.types[f].dtype.numpy == np.int64
-                                                 else 1) for f in lw.feeds]
-    sizes += [int(np.prod(lw.types[w].shape)) if j in lw.direct else 0
-              for j, w in enumerate(lw.wanted)]
+    prog, types = plan.program, plan.types
+    sizes = [ng.weights.used, max(16, prog.arena_floats)]
+    sizes += [int(np.prod(types[f].shape)) * (2 if types[f].dtype.numpy == np.int64
+                                              else 1) for f in prog.feeds]
+    sizes += [int(np.prod(types[w].shape)) if d else 0
+              for d, w in zip(prog.direct, prog.wanted)]
     entry = Entry(path, key)
     results = []
 
@@ -292,7 +294,7 @@ def main(name, out_path):
                 bad = list(ins)
                 bad[2 + j] = v
                 record([P.NAMES[op], op, j, kind, v], *entry.with_instruction(s_, i, bad))
-    for peak in (10 ** 12, 1e12, float("inf"), float("nan"), -1, 0, lw.arena.size // 2,
+    for peak in (10 ** 12, 1e12, float("inf"), float("nan"), -1, 0, prog.arena_floats // 2,
                  1 << 62):
         record(["arena", None, None, "peak", repr(peak)], *entry.with_arena(peak))
     # a plan stored for a big batch under this batch's key

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import math
 
+import attrs
 import numpy as np
 import pytest
 
@@ -21,6 +22,7 @@ from onemodel.core.symbolic import Dim
 from onemodel.core.types import TensorType
 from onemodel.registry import OpDef, OpTraits, Param, Pointwise, Sample, hookimpl
 from onemodel_backend_compiled import _native
+from onemodel_backend_compiled.plan import NativePlan
 from onemodel_backend_compiled.rules import RULES
 from onemodel.testing import models
 from onemodel.testing.numerics import assert_specials_then_close
@@ -207,9 +209,12 @@ def test_native_failure_names_the_node():
     # corrupt the second instruction's opcode: the executor stops there
     first_len = int(bad[1])
     bad[first_len] = 12345
-    seg.program = bad
+    prog = attrs.evolve(plan.program, segments=[attrs.evolve(seg, program=bad),
+                                                *plan.program.segments[1:]])
+    ng = s._compiled
+    broken = NativePlan(prog, ng.graph, ng.ops, ng.weights)
     with pytest.raises(om.errors.OneModelError) as err:
-        s.run(feeds)
+        broken.run(feeds)
     assert "while executing node" in str(err.value)
     assert seg.nodes[1].outputs[0] in str(err.value)
 

@@ -139,7 +139,7 @@ def _header_vm_opcodes() -> set[int]:
     import pathlib
     import re
     text = (pathlib.Path(P.__file__).parent / "csrc" / "om_program.h").read_text()
-    body = re.search(r"enum \{ (VM_LOAD = 1.*?)\};", text, re.S).group(1)
+    body = re.search(r"enum \{\s*(VM_LOAD = 1.*?)\};", text, re.S).group(1)
     body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
     values, nxt = set(), 0
     for item in (x.strip() for x in body.split(",") if x.strip()):

@@ -1,0 +1,109 @@
+"""The instruction table (instructions.py) is the one source of truth: csrc/om_program.h is what
+tools/gen_program_header.py writes from it, program.py's and pointwise.py's opcodes and
+plan_check's field counts come from it, and its scratch formulas are what plan_check asks for."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from onemodel_backend_compiled import instructions as T
+from onemodel_backend_compiled import plan_check, pointwise
+from onemodel_backend_compiled import program as P
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PLUGIN = os.path.dirname(HERE)
+HEADER = os.path.join(PLUGIN, "onemodel_backend_compiled", "csrc", "om_program.h")
+TOOL = os.path.join(PLUGIN, "tools", "gen_program_header.py")
+
+
+def test_the_committed_header_is_what_the_tool_writes():
+    with open(HEADER, encoding="utf-8") as f:
+        assert f.read() == T.header_text(), "run tools/gen_program_header.py"
+    done = subprocess.run([sys.executable, TOOL, "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_tool_notices_a_stale_header(tmp_path, monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_program_header", TOOL)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    stale = tmp_path / "om_program.h"
+    stale.write_text(T.header_text().replace("I_GEMM = 1,", "I_GEMM = 7,"))
+    monkeypatch.setattr(tool, "HEADER", str(stale))
+    assert tool.main(["--check"]) == 1
+    assert tool.main([]) == 0 and stale.read_text() == T.header_text()
+
+
+def test_opcodes_and_names_come_from_the_table():
+    assert len({i.opcode for i in T.TABLE}) == len(T.TABLE)
+    assert len({i.key for i in T.TABLE}) == len(T.TABLE)
+    for ins in T.TABLE:
+        assert getattr(P, f"I_{ins.key}") == ins.opcode, ins.key
+        assert P.NAMES[ins.opcode] == ins.name
+    assert set(P.NAMES) == set(T.BY_OPCODE)
+    assert P.BUF_SHIFT == T.BUF_SHIFT
+
+
+def test_the_vm_opcodes_come_from_the_table():
+    for name, code in T.VM_OPCODES.items():
+        assert getattr(pointwise, name) == code, name
+    assert (pointwise.MAXREG, pointwise.MAXIN, pointwise.MAXCONST) == (
+        T.VM_MAXREG, T.VM_MAXIN, T.VM_MAXCONST)
+    assert plan_check.VM_OPCODES == frozenset(T.VM_OPCODES.values())
+
+
+def test_plan_check_knows_every_instruction_by_the_table():
+    assert set(plan_check.CHECKS) == set(T.BY_OPCODE)
+    for ins in T.TABLE:
+        fields, _ = plan_check.CHECKS[ins.opcode]
+        assert fields == (None if ins.fields is None else len(ins.fields)), ins.key
+
+
+@pytest.mark.parametrize("ins", [i for i in T.TABLE if i.fields is not None],
+                         ids=lambda i: i.key)
+def test_every_field_has_a_known_kind_and_codes_where_it_is_a_code(ins):
+    for f in ins.fields:
+        assert f.kind in T.KINDS
+        assert (f.codes is not None) == (f.kind == T.CODE), (ins.key, f.name)
+    assert len({f.name for f in ins.fields}) == len(ins.fields)
+
+
+def _sizes(n=1 << 20, buffers=4):
+    return [n] * buffers
+
+
+def _gemm(**change):
+    f = dict(a=P.addr(2, 0), lda=8, m=4, k=8, n=16, bp=P.addr(0, 0), bias=-1, bias_mode=0,
+             resid=-1, ldr=0, c=P.addr(3, 0), ldc=16, act=0)
+    f.update(change)
+    ins = T.BY_OPCODE[P.I_GEMM]
+    return P.assemble([P.instruction(P.I_GEMM, *[f[x.name] for x in ins.fields])])
+
+
+def test_the_typed_fields_are_checked_from_the_table():
+    assert plan_check.check_program(_gemm(), _sizes()) == 1
+    for change, what in ((dict(m=0), "m (field 2)"), (dict(lda=-1), "lda (field 1)"),
+                         (dict(act=6), "act (field 12)"), (dict(bias_mode=3), "bias_mode"),
+                         (dict(a=-1), "a (field 0) has no address"),
+                         (dict(c=P.addr(9, 0)), "names buffer 9")):
+        with pytest.raises(plan_check.UnsafePlan, match=what.replace("(", r"\(").replace(
+                ")", r"\)")):
+            plan_check.check_program(_gemm(**change), _sizes())
+
+
+def test_scratch_is_what_the_table_says():
+    """An instruction's scratch one float short of its table formula is refused."""
+    ins = T.BY_OPCODE[P.I_BMM]
+    f = dict(nb=2, a=P.addr(2, 0), sa=32, lda=8, b=P.addr(2, 64), sb=128, bk=16, bn=1,
+             c=P.addr(3, 0), so=64, m=4, k=8, n=16, act=0, scratch=P.addr(1, 0))
+    fields = [f[x.name] for x in ins.fields]
+    need = ins.scratch[1](fields)
+    assert need == 16 * 8
+    prog = P.assemble([P.instruction(P.I_BMM, *fields)])
+    plan_check.check_program(prog, [1 << 20, need, 1 << 20, 1 << 20])
+    with pytest.raises(plan_check.UnsafePlan, match="scratch"):
+        plan_check.check_program(prog, [1 << 20, need - 1, 1 << 20, 1 << 20])
