@@ -164,11 +164,12 @@ def _named_ops(graph, ops) -> set:
     return found
 
 
-def graph_digest(graph, ops, numpy_kernels) -> str | None:
+def graph_digest(graph, ops, numpy_kernels, lowerings=None) -> str | None:
     """SHA-256 of the graph and of the records of the ops it names (`_named_ops`: fused
-    chains' members too), each by provider and distribution version, kernels (their source
-    text) and traits (the pointwise formula); None when one has no version (registered at run
-    time: its code may change with no trace)."""
+    chains' members too), each by provider and distribution version, kernels and native
+    lowerings (``lowerings``: op -> KernelDef; their source text and provider) and traits (the
+    pointwise formula); None when one has no version (registered at run time: its code may
+    change with no trace)."""
     from onemodel import registry
 
     versioned = {i.label: f"{i.distribution} {i.version}" for i in registry.plugins()
@@ -179,6 +180,12 @@ def graph_digest(graph, ops, numpy_kernels) -> str | None:
         if rec is None or rec.provider not in versioned:
             return None
         kdef = numpy_kernels.get(op)
+        ldef = (lowerings or {}).get(op)
+        if ldef is not None:
+            if ldef.provider not in versioned:
+                return None
+            h.update(f"lower {op} {ldef.provider} {versioned[ldef.provider]} "
+                     f"{_kernel_id(ldef.lower)}\n".encode())
         h.update(f"op {op} {rec.provider} {versioned[rec.provider]} {_kernel_id(rec.kernel)} "
                  f"{_kernel_id(getattr(kdef, 'kernel', None))} {getattr(kdef, 'provider', None)} "
                  f"{_canon(getattr(rec, 'traits', None))}\n".encode())
@@ -212,7 +219,8 @@ class PlanCache:
 
     def digest(self, ng) -> str | None:
         if not self._digested:
-            self._digest = graph_digest(self.graph, ng.ops, ng.numpy_kernels)
+            self._digest = graph_digest(self.graph, ng.ops, ng.numpy_kernels,
+                                        ng.lowering_records)
             self._digested = True
             if self._digest is None:
                 self.stats["not_stored"] = "an op of the graph was registered at run time"
@@ -287,10 +295,8 @@ class PlanCache:
         stored = WeightBlock()
         if not stored.adopt(layout, data):
             raise plan_codec.BadEntry("a weight layout naming a key twice")
-        from .rules import RULES
-
         lw = plan_codec.decode(body["plan"], arrays, self.graph, env, stored, ng.ops,
-                               RULES, ng.numpy_kernels)
+                               ng.rules, ng.numpy_kernels)
         size = lw.arena.size
         if type(size) is not int or size < 0:
             raise plan_codec.BadEntry(f"arena of {size!r} floats")
