@@ -223,7 +223,8 @@ class PlanCache:
                                         ng.lowering_records)
             self._digested = True
             if self._digest is None:
-                self.stats["not_stored"] = "an op of the graph was registered at run time"
+                self.stats["not_stored"] = ("an op of the graph, or its native lowering, was "
+                                            "registered at run time")
         return self._digest
 
     def key(self, ng, env, output_names) -> str | None:
