@@ -62,7 +62,8 @@ def test_an_epilogue_op_is_applied_in_the_tiles_of_a_conv_and_a_gemm(name):
     w = Tensor.from_numpy(rng.standard_normal((6, 3, 3, 3)).astype(np.float32) * 0.3)
     b = Tensor.from_numpy(rng.standard_normal(6).astype(np.float32))
     wl = Tensor.from_numpy(rng.standard_normal((7, 5)).astype(np.float32) * 0.5)
-    x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32) * 2
+    x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32) * 2      # the implicit GEMM
+    x_big = rng.standard_normal((1, 3, 12, 12)).astype(np.float32) * 2  # the direct kernel
     xl = rng.standard_normal((3, 5)).astype(np.float32) * 2
     fn = getattr(om.ops, name)
     judged = 0
@@ -70,7 +71,8 @@ def test_an_epilogue_op_is_applied_in_the_tiles_of_a_conv_and_a_gemm(name):
         if ep is None:  # these params have no epilogue form (clip without bounds)
             continue
         assert ep[0] in P.CONV_ACTIVATIONS, (name, ep)
-        cases = [(lambda t, p=params: fn(om.ops.conv2d(t, w, b, padding=1), **p), x)]
+        conv = (lambda t, p=params: fn(om.ops.conv2d(t, w, b, padding=1), **p))
+        cases = [(conv, x), (conv, x_big)]
         if ep[0] in P.ACTIVATIONS and ep[1:] == (0.0, 0.0):
             cases.append((lambda t, p=params: fn(om.ops.linear(t, wl), **p), xl))
         for f, arr in cases:
