@@ -54,3 +54,48 @@ def test_trait_kinds_are_checked():
     with pytest.raises(TypeError, match="traits"):
         OpDef(name="bad", inputs=("x",), kernel=abs, infer=abs, vjp=None,
               samples=lambda rng: [Sample(args=(np.ones(2),))], traits={"pointwise": True})
+
+
+def test_epilogue_kinds_are_checked_and_read_with_their_parameters():
+    with pytest.raises(TypeError, match="epilogue"):
+        OpTraits(epilogue="softmax")
+    assert OpTraits(epilogue="relu").epilogue_of({}) == ("relu", 0.0, 0.0)
+    assert OpTraits().epilogue_of({}) is None
+    swish = OpTraits(epilogue=lambda p: ("swish", p["beta"]))
+    assert swish.epilogue_of({"beta": 2}) == ("swish", 2.0, 0.0)
+    assert swish.epilogue_of({}) is None                      # a missing param: no epilogue
+    assert swish.epilogue_of({"beta": "b"}) is None           # not a number (a symbolic size)
+    assert OpTraits(epilogue=lambda p: ("clip", 1.0)).epilogue_of({}) is None  # clip takes 2
+    assert OpTraits(epilogue=lambda p: "nope").epilogue_of({}) is None
+
+
+def test_the_activations_declare_their_epilogues():
+    ops = om.registry.ops()
+
+    def ep(name, **params):
+        op = ops[name]
+        full = {k: p.default for k, p in op.params.items() if not p.required}
+        return op.traits.epilogue_of({**full, **params})
+
+    assert [ep(n) for n in ("relu", "sigmoid", "tanh", "hardswish")] == [
+        (n, 0.0, 0.0) for n in ("relu", "sigmoid", "tanh", "hardswish")]
+    assert ep("gelu") == ("gelu", 0.0, 0.0)
+    assert ep("gelu", approximate="tanh") == ("gelu_tanh", 0.0, 0.0)
+    assert ep("clip", min=0.0, max=6.0) == ("clip", 0.0, 6.0)
+    assert ep("clip", max=1.0) == ("clip", -np.inf, 1.0)
+    assert ep("clip") is None                                 # no bound: no activation
+    assert ep("hardsigmoid") == ("hardsigmoid", pytest.approx(1 / 6), 0.5)
+    assert ep("silu") == ("swish", 1.0, 0.0)
+    assert ep("swish", beta=1.5) == ("swish", 1.5, 0.0)
+
+
+def test_views_are_declared():
+    ops = om.registry.ops()
+    kinds = {n: op.traits.view for n, op in ops.items() if op.traits.view is not None}
+    assert {n: kinds.get(n) for n in ("reshape", "flatten", "squeeze", "unsqueeze", "identity",
+                                      "transpose", "permute", "expand", "index", "split")} == {
+        "reshape": "reshape", "flatten": "reshape", "squeeze": "reshape",
+        "unsqueeze": "reshape", "identity": "reshape", "transpose": "permute",
+        "permute": "permute", "expand": "expand", "index": "slice", "split": "slice"}
+    for n, kind in kinds.items():
+        assert kind != "permute" or ops[n].traits.permutation is not None, n

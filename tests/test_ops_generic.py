@@ -6,6 +6,7 @@ every sample, through the test kit plugin authors use (`onemodel.testing`):
 3. gradients against central finite differences in float64,
 4. the op traced and run as a graph,
 5. a pointwise op's formula against its kernel, at the sample's dtype and at float32,
+   and an activation's declared epilogue against its kernel,
 6. a one-node graph in a Session on every installed backend (pointwise ops at float32 too).
 The ONNX round trip is tests/test_onnx_ops.py. A new op gets tested by adding its record (and,
 in our plugins, its reference formula).
@@ -73,6 +74,11 @@ def test_traced_op_matches_eager(op, sample):
 @pytest.mark.parametrize("op,sample", CASES)
 def test_formula_matches_kernel(op, sample):
     _outcome(testing.check_formula(op, sample))
+
+
+@pytest.mark.parametrize("op,sample", [c for c in CASES if c.values[0].traits.epilogue])
+def test_epilogue_matches_kernel(op, sample):
+    _outcome(testing.check_epilogue(op, sample))
 
 
 @pytest.mark.parametrize("op,sample", CASES)

@@ -38,8 +38,8 @@ def test_a_good_record_passes_every_check_and_is_unregistered_afterwards():
     report = testing.check_op(_cube(), reference=_reference)
     assert {c.check for c in report.passed} == {"reference", "inference", "gradient", "trace",
                                                 "sessions"}
-    # not pointwise, and no ONNX mapping: skipped, and the report says why
-    assert [c.check for c in report.skipped] == ["formula", "onnx", "formula", "onnx"]
+    # not pointwise, no epilogue and no ONNX mapping: skipped, and the report says why
+    assert [c.check for c in report.skipped] == ["formula", "epilogue", "onnx"] * 2
     assert "no ONNX export mapping" in str(report)
     assert "kit_cube" not in om.registry.ops()
 
@@ -70,6 +70,24 @@ def test_a_formula_wrong_only_in_float32_is_caught():
     op = _tripled(3.0, "((x + 10000.0) - 10000.0) * 3")
     with pytest.raises(testing.OpCheckError, match="float32 inputs"):
         testing.check_op(op, checks=["formula"])
+
+
+def _relu6(epilogue):
+    """An activation that declares an epilogue, rightly ("clip" to [0, 6]) or not."""
+    return OpDef(name="kit_relu6", inputs=("x",), kernel=lambda x: np.clip(x, 0.0, 6.0),
+                 infer=lambda t: TensorType(t.dtype, t.shape), vjp=None,
+                 traits=OpTraits(epilogue=epilogue),
+                 samples=lambda rng: [Sample(args=(np.array([-3.0, 0.5, 4.0, 8.0, 12.0]),),
+                                             grad=False, name="plain")])
+
+
+def test_an_epilogue_unlike_its_kernel_is_caught():
+    """A GEMM or convolution computes the declared epilogue where the op was: relu for a
+    relu6 would go unnoticed until a model's values are wrong."""
+    report = testing.check_op(_relu6(lambda p: ("clip", 0.0, 6.0)), checks=["epilogue"])
+    assert [c.check for c in report.passed] == ["epilogue"]
+    with pytest.raises(testing.OpCheckError, match=r"epilogue kit_relu6\[plain\]"):
+        testing.check_op(_relu6("relu"), checks=["epilogue"])
 
 
 def test_installed_ops_by_name():

@@ -144,8 +144,17 @@ class OpCost:
 
 
 #: `OpTraits.view` kinds: ``reshape`` keeps the elements in order (reshape, flatten, squeeze);
-#: ``permute`` reorders axes (`OpTraits.permutation` says how); ``expand`` broadcasts.
-VIEW_KINDS = ("reshape", "permute", "expand")
+#: ``permute`` reorders axes (`OpTraits.permutation` says how); ``expand`` broadcasts;
+#: ``slice`` takes windows of the input, an offset and strides each (basic indexing, the pieces
+#: of a split).
+VIEW_KINDS = ("reshape", "permute", "expand", "slice")
+#: `OpTraits.epilogue` kinds, by the number of float parameters they take: activations a GEMM or
+#: a convolution may apply to its results in registers instead of a pass of their own.
+#: ``gelu`` is the erf form, ``gelu_tanh`` PyTorch's tanh approximation; ``clip`` takes
+#: ``(lo, hi)`` (-inf / inf for a missing bound), ``hardsigmoid`` ``(alpha, beta)`` of
+#: ``clip(alpha * x + beta, 0, 1)``, ``swish`` ``(beta,)`` of ``x * sigmoid(beta * x)``.
+EPILOGUE_KINDS = {"relu": 0, "sigmoid": 0, "tanh": 0, "gelu": 0, "gelu_tanh": 0,
+                  "hardswish": 0, "clip": 2, "hardsigmoid": 2, "swish": 1}
 #: `OpTraits.batch` kinds: ``rows`` — rows of input 0 along axis 0 are independent and every
 #: other input is read whole; ``broadcast`` — each input with the output's rank and axis-0
 #: length is cut by rows, the others (lower rank, axis 0 of size 1) are read whole.
@@ -176,6 +185,10 @@ class OpTraits:
       threaded backend may split an application along axis 0. Pointwise ops default to
       ``broadcast``.
     * ``cost``: ``f(input_types, output_types, params) -> OpCost`` on concrete types.
+    * ``epilogue``: for a one-input pointwise activation, the `EPILOGUE_KINDS` entry it
+      computes, or ``f(params) -> kind | (kind, *floats) | None`` when that depends on its
+      params (``clip``'s bounds, ``gelu``'s ``approximate``); a backend may then apply it to a
+      GEMM's or convolution's results in registers (`epilogue_of`).
     """
 
     pointwise: Pointwise | None = None
@@ -184,6 +197,27 @@ class OpTraits:
     noop_when_same_type: bool | Callable = False
     batch: str | Callable | None = attrs.field(default=None, validator=_in(BATCH_KINDS))
     cost: Callable | None = attrs.field(default=None, validator=_optional_callable)
+    epilogue: str | Callable | None = attrs.field(default=None,
+                                              validator=_in(tuple(EPILOGUE_KINDS)))
+
+    def epilogue_of(self, params: Mapping[str, Any]) -> tuple | None:
+        """``(kind, p0, p1)`` of this application as an epilogue (`EPILOGUE_KINDS`, unused
+        parameters 0.0), or None: no epilogue trait, or none for these ``params`` (the op's
+        params with their defaults)."""
+        ep = self.epilogue
+        if callable(ep):
+            try:
+                ep = ep(dict(params))
+            except (KeyError, TypeError, ValueError):
+                return None
+        kind, *values = (ep,) if isinstance(ep, str) or ep is None else tuple(ep)
+        if kind not in EPILOGUE_KINDS or len(values) != EPILOGUE_KINDS[kind]:
+            return None
+        try:
+            floats = [float(v) for v in values]
+        except (TypeError, ValueError):  # a symbolic or missing parameter
+            return None
+        return (kind, *floats, *(0.0,) * (2 - len(floats)))
 
     def batch_kind(self, params: Mapping[str, Any], input_types) -> str | None:
         """How this application splits along axis 0 (a `BATCH_KINDS` entry), or None."""
@@ -335,12 +369,19 @@ class KernelDef:
     """A backend-specific kernel for an op defined anywhere: same signature as ``OpDef.kernel``.
 
     ``make(node_params, input_types)`` may return a specialised callable instead (pre-packing).
+
+    ``lower(ctx, node, params)`` is a native lowering, for a backend that compiles to its own
+    instructions (the ``compiled`` backend: docs/guide/backends.md, "A native lowering"): it
+    emits the node's instructions through the backend's lowering context ``ctx`` and binds its
+    outputs, or refuses (the backend's ``Unsupported`` with a reason), and the node then runs
+    its numpy kernel. A record may carry only ``lower``.
     """
 
     op: str
     backend: str
     kernel: Callable | None = attrs.field(default=None, validator=_optional_callable)
     make: Callable | None = attrs.field(default=None, validator=_optional_callable)
+    lower: Callable | None = attrs.field(default=None, validator=_optional_callable)
     doc: str = ""
     provider: str | None = None
     override: bool = False
@@ -409,5 +450,5 @@ RECORD_TYPES = {
 }
 
 __all__ = ["REQUIRED", "Param", "Sample", "VjpContext", "OnnxSpec", "Pointwise", "OpCost",
-           "OpTraits", "NO_TRAITS", "TORCH_NAME", "VIEW_KINDS", "BATCH_KINDS", "OpDef", "KernelDef",
-           "BackendDef", "PassDef", "ModuleDef", "RECORD_TYPES"]
+           "OpTraits", "NO_TRAITS", "TORCH_NAME", "VIEW_KINDS", "EPILOGUE_KINDS", "BATCH_KINDS",
+           "OpDef", "KernelDef", "BackendDef", "PassDef", "ModuleDef", "RECORD_TYPES"]

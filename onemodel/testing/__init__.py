@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from .backend_checks import MODELS, check_backend, check_model
 from .kit import check_op, registered_op
-from .op_checks import (CHECKS, check_formula, check_gradient, check_inference, check_onnx,
-                        check_reference, check_sessions, check_trace)
+from .op_checks import (CHECKS, check_epilogue, check_formula, check_gradient, check_inference,
+                        check_onnx, check_reference, check_sessions, check_trace)
 from .report import Check, CheckReport, OpCheckError
 from .samples import (bind_sample, call_sample, flat, output_types, sample_arrays, sample_call,
                       sample_graph, sample_tensors)
 
 __all__ = ["check_op", "check_backend", "check_model", "registered_op", "MODELS", "CHECKS",
            "check_reference", "check_inference", "check_gradient", "check_trace",
-           "check_formula", "check_sessions", "check_onnx", "Check", "CheckReport", "OpCheckError",
+           "check_formula", "check_epilogue", "check_sessions", "check_onnx", "Check", "CheckReport", "OpCheckError",
            "sample_arrays", "sample_tensors", "sample_call", "call_sample", "bind_sample",
            "output_types", "sample_graph", "flat"]

@@ -7,6 +7,8 @@ skipped with the reason) or raises `OpCheckError` naming the op, the sample and 
 * ``trace``: the op recorded by a Tracer and run as a graph equals the eager call;
 * ``formula``: a pointwise op's formula (what fusing passes and the compiled backend run)
   against its kernel, on the sample's float inputs as they are and cast to float32;
+* ``epilogue``: an activation's declared epilogue (what a GEMM or convolution applies in its
+  tiles instead of the op) against its kernel, on the sample's float inputs in float64;
 * ``sessions``: a one-node graph in a Session on every installed backend (each backend's own
   kernel, when it has one) equals the reference interpreter (the op's kernel); a pointwise op
   runs there at float32 too, the dtype the compiled backend lowers its formula for;
@@ -22,6 +24,7 @@ import numpy as np
 
 from ..core.dispatch import apply
 from ..core.pointwise import function
+from ..core.special import erf
 from ..core.grad_mode import GradMode
 from ..core.interpreter import run_graph
 from ..runtime.session import Session, backends as installed_backends
@@ -34,7 +37,8 @@ from .report import Check, OpCheckError, fail
 from .samples import (bind_sample, call_sample, flat, output_types, sample_arrays, sample_call,
                       sample_graph, sample_tensors)
 
-CHECKS = ("reference", "inference", "gradient", "trace", "formula", "sessions", "onnx")
+CHECKS = ("reference", "inference", "gradient", "trace", "formula", "epilogue", "sessions",
+          "onnx")
 
 
 def subject(op: OpDef, sample: Sample, index: int | None = None) -> str:
@@ -231,6 +235,45 @@ def check_formula(op: OpDef, sample: Sample, *, rtol: float = 1e-6, atol: float 
         assert_close("formula", f"{where} on {label}, the formula against the kernel",
                      got.astype(np.float64), want.astype(np.float64), rt, at)
     return Check("formula", where)
+
+
+_SQRT_HALF, _TANH_C = float(np.sqrt(0.5)), float(np.sqrt(2.0 / np.pi))
+#: the function of each `EPILOGUE_KINDS` entry, ``f(x, p0, p1)`` in float64: what a backend
+#: computes for an op that declares it
+EPILOGUE_FUNCTIONS = {
+    "relu": lambda x, p0, p1: np.maximum(x, 0.0),
+    "sigmoid": lambda x, p0, p1: 1.0 / (1.0 + np.exp(-x)),
+    "tanh": lambda x, p0, p1: np.tanh(x),
+    "gelu": lambda x, p0, p1: 0.5 * x * (1.0 + erf(x * _SQRT_HALF)),
+    "gelu_tanh": lambda x, p0, p1: 0.5 * x * (1.0 + np.tanh(_TANH_C * (x + 0.044715 * x ** 3))),
+    "hardswish": lambda x, p0, p1: x * np.minimum(np.maximum(x + 3.0, 0.0), 6.0) / 6.0,
+    "clip": lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),
+    "hardsigmoid": lambda x, alpha, beta: np.minimum(np.maximum(alpha * x + beta, 0.0), 1.0),
+    "swish": lambda x, beta, _: x / (1.0 + np.exp(-beta * x)),
+}
+
+
+@_named("epilogue")
+def check_epilogue(op: OpDef, sample: Sample, *, rtol: float = 1e-6,
+                   atol: float = 1e-12) -> Check:
+    """The activation an op's epilogue trait names, with its parameters, against the kernel:
+    a GEMM or convolution computes the former where the op's node was."""
+    where = subject(op, sample)
+    if op.traits.epilogue is None:
+        return Check("epilogue", where, "declares no epilogue")
+    if len(op.inputs) != 1 or not _float_inputs(sample):
+        return Check("epilogue", where, "epilogues are promised for one float input")
+    _inputs, params = bind_sample(op, sample)
+    ep = op.traits.epilogue_of(params)
+    if ep is None:
+        return Check("epilogue", where, f"no epilogue for params {params}")
+    x = sample_arrays(sample, np.float64)[0]
+    with np.errstate(all="ignore"):
+        got = np.asarray(EPILOGUE_FUNCTIONS[ep[0]](x, ep[1], ep[2]))
+        want = np.asarray(op.kernel(x, **params), np.float64)
+    assert_close("epilogue", f"{where}, epilogue {ep} against the kernel", got, want, rtol,
+                 atol)
+    return Check("epilogue", where)
 
 
 @_named("sessions")

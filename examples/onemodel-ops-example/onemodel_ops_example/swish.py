@@ -38,6 +38,8 @@ SWISH = OpDef(name="swish", inputs=("x",), params={"beta": Param(kind="float", d
               torch=None,   # F.silu is swish with beta 1; torch has no beta
               # the kernel's formula: passes fuse it into pointwise chains and the compiled
               # backend runs it natively (EfficientNet's SiLU arrives here through fold_swish)
+              # and a GEMM or convolution may apply it to its results (epilogue)
               traits=OpTraits(pointwise=Pointwise(
-                  formula="x * (0.5 * np.tanh(0.5 * (beta * x)) + 0.5)")),
+                  formula="x * (0.5 * np.tanh(0.5 * (beta * x)) + 0.5)"),
+                  epilogue=lambda p: ("swish", p["beta"])),
               doc="x * sigmoid(beta * x)")

@@ -25,12 +25,12 @@ from onemodel import cache as disk_cache
 from onemodel.core.plan import CompiledGraph
 from onemodel.errors import OneModelError
 
-from . import _native, plan_check
+from . import _native, lowerings, plan_check
 from .arena import ALIGN
 from .lower import Lowering
 from .plan import NativePlan
 from .plan_cache import PlanCache
-from .rules import RULES
+from .rules import linear_rule
 from .weights import WeightBlock
 
 
@@ -77,6 +77,13 @@ class NativeGraph(CompiledGraph):
         self.weights = WeightBlock()
         self._last = None
         self.numpy_kernels = {op: k for (b, op), k in tables.kernels.items() if b == "numpy"}
+        #: each op's native lowering, from the registry (`lowerings.table`), and the records
+        #: they came from (the plan cache keys on their providers)
+        self.rules = lowerings.table(tables)
+        self.lowering_records = lowerings.records(tables)
+        #: the graph has an op another plugin lowers: its plans are checked as loaded ones
+        self.foreign_lowerings = bool(lowerings.foreign(self.lowering_records)
+                                      & {n.op for n in graph.nodes})
         #: intra-op threads for every plan of this session (None at one thread)
         self.pool = _native.Pool(backend.threads) if backend.threads > 1 else None
         #: with the cache on, packing waits for the first signature the cache does not hold
@@ -90,8 +97,8 @@ class NativeGraph(CompiledGraph):
             self.weights.reserve(sum(int(np.size(a)) + 2 * ALIGN
                                      for a in graph.initializers.values()
                                      if np.asarray(a).dtype == np.float32) * 5 // 4)
-        for node in graph.nodes:
-            if node.op in ("linear", "fused_linear") and len(node.inputs) > 1:
+        for node in graph.nodes:  # the nodes the linear lowering will lower (rules.py)
+            if self.rules.get(node.op) is linear_rule and len(node.inputs) > 1:
                 w = node.inputs[1]
                 if w in graph.initializers:
                     W = np.asarray(graph.initializers[w])
@@ -118,11 +125,12 @@ class NativeGraph(CompiledGraph):
             if plan is not None:
                 return plan
             self._pack(self.graph)  # keys packed already are kept
-        lw = Lowering(self.graph, env, output_names, self.weights, self.ops, RULES,
+        lw = Lowering(self.graph, env, output_names, self.weights, self.ops, self.rules,
                       self.numpy_kernels)
         program, types = lw.program(), lw.types
         del lw  # the plan, the cache and the checks read the program alone
-        if plan_check.lowered_checks_enabled():  # the tests: no lowered plan is refused
+        if plan_check.lowered_checks_enabled() or self.foreign_lowerings:
+            # the tests (no lowered plan is refused), and another plugin's instructions
             plan_check.check(program, self.graph, self.weights, types)
         plan = NativePlan(program, self.graph, self.ops, self.weights, self.pool, types)
         if cache is not None:

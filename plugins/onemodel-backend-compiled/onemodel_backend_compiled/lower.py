@@ -290,10 +290,6 @@ class Lowering:
         self.folded.update(out)
         return True
 
-    #: ops whose rules only re-view their input: their int64 outputs stay native too
-    VIEW_OPS = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "identity", "transpose",
-                          "permute", "expand", "index", "split"})
-
     def _lowerable(self, node: Node) -> bool:
         for v in list(node.inputs) + list(node.outputs):
             if v is None:
@@ -302,7 +298,12 @@ class Lowering:
             if any(int(d) <= 0 for d in t.shape):
                 return False
         return all(self.is_f32(o) or self.is_bool(o)
-                   or (self.is_i64(o) and node.op in self.VIEW_OPS) for o in node.outputs)
+                   or (self.is_i64(o) and self._is_view(node)) for o in node.outputs)
+
+    def _is_view(self, node: Node) -> bool:
+        """The op's record declares a view (its lowering only re-views the input): its int64
+        outputs stay native too."""
+        return getattr(getattr(self.ops.get(node.op), "traits", None), "view", None) is not None
 
     def _release(self, idx: int, node: Node) -> None:
         dead = [v for v in node.inputs if v is not None and self.last_use.get(v) == idx]

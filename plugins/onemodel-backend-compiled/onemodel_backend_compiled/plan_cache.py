@@ -165,11 +165,12 @@ def _named_ops(graph, ops) -> set:
     return found
 
 
-def graph_digest(graph, ops, numpy_kernels) -> str | None:
+def graph_digest(graph, ops, numpy_kernels, lowerings=None) -> str | None:
     """SHA-256 of the graph and of the records of the ops it names (`_named_ops`: fused
-    chains' members too), each by provider and distribution version, kernels (their source
-    text) and traits (the pointwise formula); None when one has no version (registered at run
-    time: its code may change with no trace)."""
+    chains' members too), each by provider and distribution version, kernels and native
+    lowerings (``lowerings``: op -> KernelDef; their source text and provider) and traits (the
+    pointwise formula); None when one has no version (registered at run time: its code may
+    change with no trace)."""
     from onemodel import registry
 
     versioned = {i.label: f"{i.distribution} {i.version}" for i in registry.plugins()
@@ -180,6 +181,12 @@ def graph_digest(graph, ops, numpy_kernels) -> str | None:
         if rec is None or rec.provider not in versioned:
             return None
         kdef = numpy_kernels.get(op)
+        ldef = (lowerings or {}).get(op)
+        if ldef is not None:
+            if ldef.provider not in versioned:
+                return None
+            h.update(f"lower {op} {ldef.provider} {versioned[ldef.provider]} "
+                     f"{_kernel_id(ldef.lower)}\n".encode())
         h.update(f"op {op} {rec.provider} {versioned[rec.provider]} {_kernel_id(rec.kernel)} "
                  f"{_kernel_id(getattr(kdef, 'kernel', None))} {getattr(kdef, 'provider', None)} "
                  f"{_canon(getattr(rec, 'traits', None))}\n".encode())
@@ -213,10 +220,12 @@ class PlanCache:
 
     def digest(self, ng) -> str | None:
         if not self._digested:
-            self._digest = graph_digest(self.graph, ng.ops, ng.numpy_kernels)
+            self._digest = graph_digest(self.graph, ng.ops, ng.numpy_kernels,
+                                        ng.lowering_records)
             self._digested = True
             if self._digest is None:
-                self.stats["not_stored"] = "an op of the graph was registered at run time"
+                self.stats["not_stored"] = ("an op of the graph, or its native lowering, was "
+                                            "registered at run time")
         return self._digest
 
     def key(self, ng, env, output_names) -> str | None:

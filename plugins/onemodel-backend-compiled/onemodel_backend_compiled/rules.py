@@ -1,8 +1,13 @@
-"""How each op lowers to native instructions: ``rule(lowering, node, params)`` emits and binds the
-node's outputs, or raises `Unsupported` (the node then runs its numpy kernel).
+"""This plugin's native lowerings of the ops it has instructions for (GEMM, convolution, pools,
+rows, attention), and the lowerings an op's traits select: views by kind, pointwise formulas.
+Each is ``rule(lowering, node, params)``: it emits and binds the node's outputs, or raises
+`Unsupported` (the node then runs its numpy kernel). `lowerings` registers them as
+``KernelDef(backend="compiled", lower=...)`` records; another plugin's records of the same kind
+are looked up the same way.
 
-A backend plugin may know op names; pointwise ops of any plugin lower through their formula
-(`pointwise_rule`), with no entry here.
+A neighbour is recognised by what its record says (an epilogue, a view kind), never by its
+name: a GEMM or convolution applies a reader whose op declares an epilogue, through readers
+that declare ``view="reshape"``.
 """
 from __future__ import annotations
 
@@ -15,56 +20,52 @@ from . import linear_fusion
 from . import program as P
 from .lower import Loc, Lowering, contiguous_strides, squeeze_dims
 from .views import heads_last_dest, reshape_view, split_view
-from .pointwise import ADD, MUL, SUB, UNARY, Unsupported, VMBuilder, formula_code, op_code
+from .traits import epilogue_of, full_params, permutation_of, traits_of
+from .vm_emit import broadcast_strides, emit_vm
+from .pointwise import ADD, MUL, SUB, Unsupported, VMBuilder, formula_code, op_code
 
 ACC = -1
 
 
-# -- views ---------------------------------------------------------------------------------------
-def same_order_view(lw: Lowering, node, params):
-    """reshape, flatten, squeeze, unsqueeze, identity: the elements keep their order, so a
-    contiguous input is seen with the new shape (a strided one is copied once, for the value)."""
+# -- views (by the op's view trait) ----------------------------------------------------------
+def permuted_view(lw: Lowering, node, params):
+    """``view="permute"``: the axes the op's record says, as strides over the same memory."""
     x, out = node.inputs[0], node.outputs[0]
-    loc = lw.loc(x)
-    if not loc.contiguous:
-        loc = lw.own(lw.contiguous(loc))
-    shape = lw.shape(out)
-    lw.bind(out, loc.with_view(shape, contiguous_strides(shape)))
-
-
-def permute_view(axes_of):
-    def rule(lw: Lowering, node, params):
-        x, out = node.inputs[0], node.outputs[0]
-        loc = lw.loc(x, ints=True)
-        axes = axes_of(params, len(loc.shape))
-        lw.bind(out, loc.with_view(tuple(loc.shape[a] for a in axes),
-                                   tuple(loc.strides[a] for a in axes)))
-    return rule
-
-
-def _transpose_axes(params, rank):
-    a, b = params["axis0"] % rank, params["axis1"] % rank
-    axes = list(range(rank))
-    axes[a], axes[b] = axes[b], axes[a]
-    return axes
-
-
-def _permute_axes(params, rank):
-    return [a % rank for a in params["axes"]]
+    loc = lw.loc(x, ints=True)
+    axes = permutation_of(lw, node, len(loc.shape))
+    if axes is None:
+        raise Unsupported("permutation: the record gives none for these params")
+    lw.bind(out, loc.with_view(tuple(loc.shape[a] for a in axes),
+                               tuple(loc.strides[a] for a in axes)))
 
 
 def index_view(lw: Lowering, node, params):
-    """Basic indexing with positive-step slices and integers (shufflenet's channel split) as a
-    view: an offset and strides, no copy."""
+    """Basic indexing with positive-step slices, integers, ``None`` and ``...`` (shufflenet's
+    channel split) as a view: an offset and strides, no copy."""
     x, out = node.inputs[0], node.outputs[0]
     loc = lw.loc(x, ints=True)
     index = params.get("index")
-    if not isinstance(index, (tuple, list)) or len(index) > len(loc.shape):
+    if not isinstance(index, (tuple, list)):
         raise Unsupported("index form")
-    off, shape, strides = loc.off, [], []
-    for k, d in enumerate(loc.shape):
-        st = loc.strides[k]
-        item = index[k] if k < len(index) else ("slice", None, None, None)
+    items = list(index)
+    ellipses = [k for k, item in enumerate(items) if isinstance(item, str) and item == "..."]
+    consumed = sum(1 for item in items if item is not None and not isinstance(item, str))
+    if len(ellipses) > 1 or consumed > len(loc.shape) \
+            or any(isinstance(item, str) and item != "..." for item in items):
+        raise Unsupported("index form")
+    if ellipses:
+        k = ellipses[0]
+        items[k:k + 1] = [("slice", None, None, None)] * (len(loc.shape) - consumed)
+    else:  # the axes after the last item are whole
+        items += [("slice", None, None, None)] * (len(loc.shape) - consumed)
+    off, shape, strides, axis = loc.off, [], [], 0
+    for item in items:
+        if item is None:  # a new axis of one element
+            shape.append(1)
+            strides.append(0)
+            continue
+        d, st = loc.shape[axis], loc.strides[axis]
+        axis += 1
         if isinstance(item, (tuple, list)) and len(item) == 4 and item[0] == "slice":
             start, stop, step = slice(*item[1:]).indices(d)
             if step <= 0:
@@ -75,7 +76,7 @@ def index_view(lw: Lowering, node, params):
             strides.append(st * step)
         elif isinstance(item, int) and not isinstance(item, bool) and -d <= item < d:
             off += (item % d) * st
-        else:  # None, '...', an index out of range (numpy names it), anything else
+        else:  # an index out of range (numpy names it), anything else
             raise Unsupported(f"index item {item!r}")
     if tuple(shape) != tuple(lw.shape(out)) or 0 in shape:
         raise Unsupported("index shape")
@@ -87,24 +88,6 @@ def expand_view(lw: Lowering, node, params):
     loc = lw.loc(x, ints=True)
     shape = lw.shape(out)
     lw.bind(out, loc.with_view(shape, broadcast_strides(loc, shape)))
-
-
-def broadcast_strides(loc: Loc, shape) -> tuple:
-    pad = len(shape) - len(loc.shape)
-    if pad < 0:
-        raise Unsupported("broadcast to fewer dims")
-    out = []
-    for i, d in enumerate(shape):
-        j = i - pad
-        if j < 0:
-            out.append(0)
-        elif loc.shape[j] == d:
-            out.append(loc.strides[j] if d != 1 else 0)
-        elif loc.shape[j] == 1:
-            out.append(0)
-        else:
-            raise Unsupported("shapes do not broadcast")
-    return tuple(out)
 
 
 # -- GEMM ----------------------------------------------------------------------------------------
@@ -164,29 +147,35 @@ def _accumulate_target(lw: Lowering, node, out_value: str):
 
 
 def _act_reader(lw: Lowering, value: str):
-    """``(node, activation)``: the relu, tanh, sigmoid or GELU (erf or tanh) that is the only
-    reader of a GEMM's output, through reshapes (GPT-2's MLP: linear, reshape, GELU-tanh), to be
-    applied in the GEMM's registers; else None."""
+    """``(node, activation)``: the reader of a GEMM's output whose op declares an epilogue the
+    GEMM has (relu, tanh, sigmoid, GELU erf or tanh), its only reader through views of
+    ``view="reshape"`` (GPT-2's MLP: linear, reshape, GELU-tanh), to be applied in the GEMM's
+    registers; else None."""
     v = value
     for _ in range(4):
         users = lw.uses.get(v, [])
         if len(users) != 1 or v in lw.wanted:
             return None
         n = lw.nodes[users[0]]
-        if n.op in ("reshape", "flatten", "squeeze", "unsqueeze") and n.inputs[0] == v:
+        if traits_of(lw, n.op).view == "reshape" and n.inputs and n.inputs[0] == v:
             v = n.outputs[0]
             continue
         if len(n.inputs) != 1 or n.inputs[0] != v or not lw._lowerable(n) \
-                or not lw.is_f32(n.outputs[0]):
+                or not lw.is_f32(n.outputs[0]) or _rule_of(lw, n) is not pointwise_rule:
             return None
-        p = dict(n.params)
-        if n.op in ("relu", "tanh", "sigmoid") and not p:
-            return n, n.op
-        if n.op == "gelu" and set(p) <= {"approximate"} \
-                and p.get("approximate", "none") in ("none", "tanh"):
-            return n, "gelu_tanh" if p.get("approximate") == "tanh" else "gelu"
-        return None
+        ep = epilogue_of(lw, n)
+        if ep is None or ep[0] not in P.ACTIVATIONS or ep[1:] != (0.0, 0.0):
+            return None
+        return n, ep[0]
     return None
+
+
+def _rule_of(lw: Lowering, node):
+    """The lowering ``node`` gets (its op's, or the pointwise one for a formula)."""
+    rule = lw.rules.get(node.op)
+    if rule is None and traits_of(lw, node.op).pointwise is not None:
+        rule = lw.rules.get(POINTWISE)
+    return rule
 
 
 def _gemm(lw: Lowering, node, x: str, n: int, panels_off: int, bias: str | None, act: str | None):
@@ -389,26 +378,13 @@ def _pool_after(lw: Lowering, conv_out: str):
     return node
 
 
-def _reader_activation(node, params):
-    """``(code, p0, p1)`` of the conv epilogue computing this one-input node, or None."""
-    op, p = node.op, dict(params)
-    if op in ("relu", "sigmoid", "tanh", "hardswish") and not p:
-        return P.CONV_ACTIVATIONS[op], 0.0, 0.0
-    if op == "gelu" and p.get("approximate", "none") == "none" and set(p) <= {"approximate"}:
-        return P.CONV_ACTIVATIONS["gelu"], 0.0, 0.0
-    if op == "clip" and set(p) <= {"min", "max"} \
-            and all(isinstance(p.get(k), (int, float, type(None))) for k in ("min", "max")):
-        lo, hi = p.get("min"), p.get("max")
-        if lo is None and hi is None:
-            return None
-        return (P.CONV_ACTIVATIONS["clip"], -math.inf if lo is None else float(lo),
-                math.inf if hi is None else float(hi))
-    if op == "hardsigmoid" and set(p) <= {"alpha", "beta"}:
-        return (P.CONV_ACTIVATIONS["hardsigmoid"], float(p.get("alpha", 1 / 6)),
-                float(p.get("beta", 0.5)))
-    if op == "swish" and set(p) <= {"beta"} and isinstance(p.get("beta", 1.0), (int, float)):
-        return P.CONV_ACTIVATIONS["swish"], float(p.get("beta", 1.0)), 0.0
-    return None
+def _reader_activation(lw: Lowering, node):
+    """``(code, p0, p1)`` of the conv epilogue computing this one-input node (its record's
+    epilogue trait), or None."""
+    ep = epilogue_of(lw, node)
+    if ep is None or ep[0] not in P.CONV_ACTIVATIONS:
+        return None
+    return (P.CONV_ACTIVATIONS[ep[0]], *ep[1:])
 
 
 def _reader_after(lw: Lowering, conv_out: str):
@@ -422,13 +398,9 @@ def _reader_after(lw: Lowering, conv_out: str):
     if len(node.inputs) != 1 or node.inputs[0] != conv_out or len(node.outputs) != 1 \
             or not lw._lowerable(node) or lw.shape(node.outputs[0]) != lw.shape(conv_out):
         return None
-    rule = lw.rules.get(node.op)
-    if rule is None and getattr(getattr(lw.ops.get(node.op), "traits", None), "pointwise",
-                                None) is not None:
-        rule = lw.rules.get("*pointwise")
-    if rule is not pointwise_rule:  # the rule that binds its output to the conv's
+    if _rule_of(lw, node) is not pointwise_rule:  # the rule that binds its output to the conv's
         return None
-    act = _reader_activation(node, evaluate_nested(dict(node.params), lw.env))
+    act = _reader_activation(lw, node)
     return None if act is None else (node, act)
 
 
@@ -603,15 +575,12 @@ def _conv_reads_bn_relu(lw: Lowering, bn):
         return lw.nodes[users[0]] if len(users) == 1 and value not in lw.wanted else None
 
     relu = only_reader(bn.outputs[0])
-    if relu is None or relu.op != "relu" or relu.params or len(relu.outputs) != 1 \
-            or list(relu.inputs) != [bn.outputs[0]] or not lw._lowerable(relu):
+    if relu is None or list(relu.inputs) != [bn.outputs[0]] or not lw._lowerable(relu) \
+            or (epilogue_of(lw, relu) or ("",))[0] != "relu":
         return None
-    rule = lw.rules.get("relu")
-    if rule is None and getattr(getattr(lw.ops.get("relu"), "traits", None), "pointwise",
-                                None) is not None:
-        rule = lw.rules.get("*pointwise")
     conv = only_reader(relu.outputs[0])
-    if rule is not pointwise_rule or conv is None or lw.rules.get(conv.op) is not conv_rule \
+    if _rule_of(lw, relu) is not pointwise_rule or conv is None \
+            or lw.rules.get(conv.op) is not conv_rule \
             or conv.inputs[0] != relu.outputs[0] or not lw._lowerable(conv):
         return None
     params = evaluate_nested(dict(conv.params), lw.env)
@@ -673,7 +642,7 @@ def batch_norm_rule(lw: Lowering, node, params):
     if "__bn_b__" in extra:
         r = vm.op(ADD, r, vm.load("__bn_b__"))
     vm.finish(r)
-    _emit_vm(lw, vm, None, extra)
+    emit_vm(lw, vm, None, extra)
 
 
 def mean_rule(lw: Lowering, node, params):
@@ -767,12 +736,8 @@ def _formula_of(lw: Lowering, op_name: str, params):
     pw = getattr(getattr(op, "traits", None), "pointwise", None)
     if pw is None:
         return None
-    # a node built without its defaults (GraphBuilder, an import) means them, as its kernel
-    full = {k: p.default for k, p in getattr(op, "params", {}).items()
-            if not getattr(p, "required", True)}
-    full.update(params)
     try:
-        return pw.expression(op.inputs, full)
+        return pw.expression(op.inputs, full_params(lw, op_name, params))
     except Exception:  # noqa: BLE001 - a formula we cannot read: no native lowering
         return None
 
@@ -813,7 +778,7 @@ def pointwise_rule(lw: Lowering, node, params):
             for q in regs[1:]:
                 r = vm.op(ADD, r, q, dst=r)
             vm.finish(r)
-            _emit_vm(lw, vm, acc, {"__acc__": acc})
+            emit_vm(lw, vm, acc, {"__acc__": acc})
         lw.bind(out, acc)
         return
     vm = VMBuilder()
@@ -832,7 +797,7 @@ def pointwise_rule(lw: Lowering, node, params):
     if not _vm_dtypes_ok(lw, node, vm.inputs, acc in vm.bools):
         raise Unsupported("dtype")
     vm.finish(acc)
-    _emit_vm(lw, vm, None, {})
+    emit_vm(lw, vm, None, {})
 
 
 def _vm_dtypes_ok(lw: Lowering, node, inputs, bool_result: bool) -> bool:
@@ -844,59 +809,10 @@ def _vm_dtypes_ok(lw: Lowering, node, inputs, bool_result: bool) -> bool:
     return lw.is_f32(node.outputs[0]) or (lw.is_bool(node.outputs[0]) and bool_result)
 
 
-def _emit_vm(lw: Lowering, vm: VMBuilder, dst: Loc | None, extra: dict) -> None:
-    out = lw.current.outputs[0]
-    shape = lw.shape(out)
-    in_locs = [extra[v] if v in extra else lw.loc(v) for v in vm.inputs]
-    strides = [broadcast_strides(loc, shape) for loc in in_locs]
-    if dst is None:
-        dst = lw.dest(out)
-        bind = True
-    else:
-        bind = False
-    dshape, all_strides = _collapse(shape, [dst.strides] + strides)
-    if len(dshape) > 4:
-        raise Unsupported("more than 4 dims after collapsing")
-    pad = 4 - len(dshape)
-    dshape = (1,) * pad + dshape
-    all_strides = [(0,) * pad + s for s in all_strides]
-    fields = [len(in_locs), *dshape, dst.addr, *all_strides[0]]
-    for loc, st in zip(in_locs, all_strides[1:]):
-        fields += [loc.addr, *st]
-    fields.append(len(vm.code))
-    for c in vm.code:
-        fields += list(c)
-    fields.append(len(vm.consts))
-    fields += [P.fbits(c) for c in vm.consts]
-    lw.emit(P.instruction(P.I_VM, *fields))
-    if bind:
-        lw.bind(out, dst)
-
-
-def _collapse(shape, stride_sets):
-    """Drop size-1 dims and merge neighbours contiguous in every operand."""
-    keep = [i for i, d in enumerate(shape) if d != 1]
-    dims = [int(shape[i]) for i in keep]
-    sets = [[int(s[i]) for i in keep] for s in stride_sets]
-    i = len(dims) - 1
-    while i > 0:
-        if all(st[i - 1] == st[i] * dims[i] for st in sets):
-            dims[i - 1] *= dims[i]
-            for st in sets:
-                st[i - 1] = st[i]
-                del st[i]
-            del dims[i]
-        i -= 1
-    if not dims:
-        return (1,), [(0,) for _ in sets]
-    return tuple(dims), [tuple(st) for st in sets]
-
-
+#: the lowerings of ops by name (this plugin's instructions for them); `lowerings` adds the
+#: text and recurrent ones and registers all of them as records
 RULES = {
-    "reshape": same_order_view, "flatten": same_order_view, "squeeze": same_order_view,
-    "unsqueeze": same_order_view, "identity": same_order_view,
-    "transpose": permute_view(_transpose_axes), "permute": permute_view(_permute_axes),
-    "expand": expand_view, "index": index_view,
+    "index": index_view,
     "linear": linear_rule, "fused_linear": linear_rule,
     "matmul": matmul_rule, "matmul_t": matmul_rule,
     "conv2d": conv_rule, "fused_conv2d": conv_rule,
@@ -905,23 +821,11 @@ RULES = {
     "concat": concat_rule, "batch_norm": batch_norm_rule,
     "scaled_dot_product_attention": attention_rule,
     "elementwise_chain": pointwise_rule,
-    "*pointwise": pointwise_rule,
+    "split": split_view,
 }
-for _name in list(UNARY) + ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "gelu",
-                            "clip"]:
-    RULES.setdefault(_name, pointwise_rule)
-RULES["identity"] = same_order_view
-RULES.update({"reshape": reshape_view, "flatten": reshape_view, "squeeze": reshape_view,
-              "unsqueeze": reshape_view, "identity": reshape_view, "split": split_view})
+#: the lowerings an op's traits select, by view kind (``slice`` ops have their own above)
+VIEW_RULES = {"reshape": reshape_view, "permute": permuted_view, "expand": expand_view}
+#: the lowering of every op declaring a pointwise formula (its key is no op name)
+POINTWISE = "*pointwise"
 
-# text models' embeddings and masks (text_rules imports this module's VM emitter)
-from .text_rules import TEXT_RULES  # noqa: E402
-
-RULES.update(TEXT_RULES)
-
-# lstm and gru: a projection GEMM and one recurrent instruction each (rnn_rules.py)
-from .rnn_rules import RNN_RULES  # noqa: E402
-
-RULES.update(RNN_RULES)
-
-__all__ = ["RULES"]
+__all__ = ["RULES", "VIEW_RULES", "POINTWISE", "pointwise_rule"]

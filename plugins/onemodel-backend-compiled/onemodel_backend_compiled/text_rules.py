@@ -14,7 +14,7 @@ import numpy as np
 from . import program as P
 from .lower import Loc, Lowering, contiguous_strides, squeeze_dims
 from .pointwise import COPY, EQ, ISNAN, LE, LOADI64, LT, NE, WHERE, Unsupported, VMBuilder
-from .rules import _emit_vm
+from .vm_emit import emit_vm
 
 
 # -- take ----------------------------------------------------------------------------------------
@@ -114,7 +114,7 @@ def _emit(lw: Lowering, vm: VMBuilder, result: int) -> None:
             extra[v] = lw.loc(v, ints=True)
             vm.code = [(LOADI64, c[1], c[2], c[3]) if c[0] == 1 and c[2] == i else c
                        for c in vm.code]
-    _emit_vm(lw, vm, None, extra)
+    emit_vm(lw, vm, None, extra)
 
 
 def mask_rule(lw: Lowering, node, params):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .lower import Loc, Lowering, contiguous_strides
 from .pointwise import Unsupported
+from .traits import permutation_of
 
 
 def reshape_strides(shape, strides, new_shape) -> tuple | None:
@@ -90,11 +91,7 @@ def heads_last_dest(lw: Lowering, value: str) -> Loc | None:
     if len(shape) != 4 or len(users) != 1 or value in lw.wanted:
         return None
     reader = lw.nodes[users[0]]
-    p = reader.params
-    swaps = (reader.op == "transpose" and sorted((p.get("axis0", 0) % 4, p.get("axis1", 0) % 4))
-             == [1, 2]) or (reader.op == "permute" and tuple(a % 4 for a in p.get("axes", ()))
-                            == (0, 2, 1, 3))
-    if not swaps:
+    if permutation_of(lw, reader, 4) != (0, 2, 1, 3):
         return None
     b, h, s, dv = (int(d) for d in shape)
     loc = lw.new_alloc(max(1, b * h * s * dv), value)

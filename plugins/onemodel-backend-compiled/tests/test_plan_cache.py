@@ -872,3 +872,36 @@ def test_an_entry_changed_under_a_live_session(cache_dir, tmp_path, how):
                           capture_output=True, text=True, timeout=120, env=os.environ)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     assert json.loads(proc.stdout.strip().splitlines()[-1]) is True
+
+
+def test_a_lowering_registered_at_run_time_is_not_cached(cache_dir):
+    """An installed op (softmax) whose native lowering another plugin replaces at run time:
+    that lowering has no version, so the plan is not stored (nor an old one used)."""
+    from onemodel.registry import KernelDef, hookimpl
+    from onemodel_backend_compiled.rules import softmax_rule
+
+    calls = []
+
+    def lower(ctx, node, params):
+        calls.append(node.op)
+        return softmax_rule(ctx, node, params)
+
+    class Plugin:
+        @hookimpl
+        def onemodel_kernels(self):
+            return (KernelDef(op="softmax", backend="compiled", lower=lower, override=True),)
+
+    x = np.random.default_rng(0).standard_normal((2, 5)).astype(np.float32)
+    traced = om.trace(lambda t: om.ops.softmax(t * 3.0, axis=-1), Tensor.from_numpy(x),
+                      "batch", None)
+    _, want = _run(traced, {"input": x})  # the backend's own lowering: stored
+    assert len(_files(cache_dir)) == 1
+    name = om.registry.register(Plugin(), "cache-test-lowering")
+    try:
+        s, got = _run(traced, {"input": x})
+        np.testing.assert_array_equal(got["output"], want["output"])
+        assert calls == ["softmax"], "the stored plan of the backend's own lowering was used"
+        assert "registered at run time" in _stats(s)["not_stored"]
+        assert len(_files(cache_dir)) == 1
+    finally:
+        om.registry.unregister(name)

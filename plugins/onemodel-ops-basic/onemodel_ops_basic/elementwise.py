@@ -273,14 +273,17 @@ log = _unary("log", _log, lambda ctx, g: (g / ctx.inputs[0],), _positive_samples
 sqrt = _unary("sqrt", _sqrt, lambda ctx, g: (g / (2.0 * ctx.outputs[0]),), _positive_samples,
               doc="Square root (int inputs give f32).", formula="np.sqrt(x)")
 tanh = _unary("tanh", _tanh, lambda ctx, g: (g * (1.0 - ctx.outputs[0] ** 2),), _smooth_samples,
-              doc="Hyperbolic tangent.", formula="np.tanh(x)")
+              doc="Hyperbolic tangent.",
+              traits=OpTraits(pointwise=Pointwise(formula="np.tanh(x)"), epilogue="tanh"))
 sigmoid = _unary(
     "sigmoid", _sigmoid, lambda ctx, g: (g * ctx.outputs[0] * (1.0 - ctx.outputs[0]),),
     lambda rng: [*_smooth_samples(rng),
                  Sample(args=(np.array([-800.0, -30.0, 0.0, 30.0, 800.0]),), grad=False,
                         name="extreme")],
     doc="1 / (1 + exp(-x)), computed without overflow.",
-    formula="0.5 * np.tanh(0.5 * x) + 0.5")  # the same function, and overflow-free as a formula
+    # the same function, and overflow-free as a formula
+    traits=OpTraits(pointwise=Pointwise(formula="0.5 * np.tanh(0.5 * x) + 0.5"),
+                    epilogue="sigmoid"))
 erf = _unary(
     "erf", lambda x: _erf_np(_float_in(x)),
     lambda ctx, g: (g * _TWO_OVER_SQRT_PI * np.exp(-np.square(ctx.inputs[0])),),
@@ -311,7 +314,8 @@ relu = _unary(
     "relu", _relu, lambda ctx, g: (g * (ctx.inputs[0] > 0),),
     lambda rng: [Sample(args=(_away_from_zero(rng, 3, 5),)),
                  Sample(args=(np.array([-2, 0, 3], dtype=np.int64),), name="int")],
-    infer=same_infer, doc="max(x, 0); the gradient at 0 is 0.", formula="np.maximum(x, 0)")
+    infer=same_infer, doc="max(x, 0); the gradient at 0 is 0.",
+    traits=OpTraits(pointwise=Pointwise(formula="np.maximum(x, 0)"), epilogue="relu"))
 
 
 # -- selection ---------------------------------------------------------------------------------------
@@ -388,6 +392,15 @@ def _clip_formula(params):
     return formula if hi is None else f"np.minimum({formula}, max)"
 
 
+def _clip_epilogue(params):
+    """clip as an epilogue: numeric bounds, at least one (a missing one is infinite)."""
+    lo, hi = params.get("min"), params.get("max")
+    if (lo is None and hi is None) or not all(isinstance(v, (int, float, type(None)))
+                                              for v in (lo, hi)):
+        return None
+    return ("clip", -math.inf if lo is None else lo, math.inf if hi is None else hi)
+
+
 def _clip_samples(rng):
     x = np.linspace(-2.05, 2.05, 12).reshape(3, 4)
     yield Sample(args=(x,), params={"min": -1.0, "max": 1.0}, name="both")
@@ -400,7 +413,8 @@ clip = OpDef(
     params={"min": Param(kind="scalar", default=None, optional=True, doc="lower bound"),
             "max": Param(kind="scalar", default=None, optional=True, doc="upper bound")},
     kernel=_clip, infer=_clip_infer, vjp=_clip_vjp, samples=_clip_samples,
-    methods=("clip", "clamp"), traits=pointwise(_clip_formula),
+    methods=("clip", "clamp"),
+    traits=OpTraits(pointwise=Pointwise(formula=_clip_formula), epilogue=_clip_epilogue),
     doc="min(max(x, min), max) as torch.clamp; the gradient passes where min <= x <= max.",
 )
 

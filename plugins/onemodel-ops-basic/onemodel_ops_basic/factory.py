@@ -160,7 +160,7 @@ identity = OpDef(
     name="identity", inputs=("x",), kernel=lambda x: x.copy(),
     infer=lambda x: TensorType(x.dtype, x.shape), vjp=lambda ctx, g: (g,),
     samples=lambda rng: [Sample(args=(rng.standard_normal((2, 3)),))],
-    methods=("clone",), traits=OpTraits(noop_when_same_type=True),
+    methods=("clone",), traits=OpTraits(view="reshape"),  # a graph never writes in place
     doc="A copy of x (x.clone()); the gradient passes through.",
 )
 

@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from onemodel.registry import OpDef, Param, Sample
+from onemodel.registry import OpDef, OpTraits, Param, Sample
 
 from ._common import (Dim, OpError, TensorType, broadcast_shapes, dim, is_static, norm_axis,
                       same_dim)
@@ -173,7 +173,7 @@ index = OpDef(
     params={"index": Param(kind="index", doc="tuple of int | ('slice', start, stop, step) | "
                                              "None | '...'")},
     kernel=_index, infer=_index_infer, vjp=_index_vjp, samples=_index_samples,
-    methods=("__getitem__",),
+    methods=("__getitem__",), traits=OpTraits(view="slice"),
     doc="Basic indexing x[index] (numpy/PyTorch semantics, negative ints and bounds allowed); "
         "the result is a view. The gradient is scattered into zeros.",
 )

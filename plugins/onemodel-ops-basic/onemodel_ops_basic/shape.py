@@ -374,7 +374,7 @@ split = OpDef(
     params={"sizes": Param(kind="ints", doc="a list of piece sizes, or an int chunk size"),
             "axis": Param(kind="axis", default=0)},
     kernel=_split, infer=_split_infer, vjp=_split_vjp, samples=_split_samples,
-    methods=("split",),
+    methods=("split",), traits=OpTraits(view="slice"),
     doc="Split along axis into pieces (a tuple of tensors) as torch.split: sizes is a list of "
         "piece sizes adding up to the axis size, or an int chunk size (the last piece may be "
         "smaller).",

@@ -138,7 +138,8 @@ gelu = OpDef(
     params={"approximate": Param(kind="str", default="none", choices=("none", "tanh"))},
     kernel=_gelu, infer=_gelu_infer, vjp=_gelu_vjp, samples=_gelu_samples,
     traits=OpTraits(pointwise=Pointwise(formula=lambda p: GELU_FORMULAS.get(
-        p.get("approximate", "none"))), cost=passes(15)),
+        p.get("approximate", "none"))), cost=passes(15),
+        epilogue=lambda p: {"none": "gelu", "tanh": "gelu_tanh"}.get(p.get("approximate"))),
     doc="x * Phi(x) with the exact normal CDF, or PyTorch's tanh approximation "
         "(torch.nn.functional.gelu).",
 )

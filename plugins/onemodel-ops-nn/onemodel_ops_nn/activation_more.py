@@ -7,6 +7,7 @@ dtype, bounds cast to it) and softsign (ints give f32). Kernels avoid overflow: 
 side's slope at 0 for elu and leaky_relu)."""
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from onemodel.core import DType, TensorType, normalize_axis
@@ -47,10 +48,14 @@ def _softplus1(z):
     return np.maximum(z, _c(z, 0)) + np.log1p(np.exp(-np.abs(z)))
 
 
-def _activation(name, kernel, vjp, samples, formula, doc, params=None, infer=None):
+def _activation(name, kernel, vjp, samples, formula, doc, params=None, infer=None,
+                epilogue=None):
+    traits = _pointwise(formula)
+    if epilogue is not None:
+        traits = attrs.evolve(traits, epilogue=epilogue)
     return OpDef(name=name, inputs=("x",), params=params or {}, kernel=kernel,
                  infer=infer or _float_infer(name), vjp=vjp, samples=samples, methods=(name,),
-                 traits=_pointwise(formula), doc=doc)
+                 traits=traits, doc=doc)
 
 
 def _normal(rng, scale=2.0):
@@ -120,7 +125,8 @@ def _silu_vjp(ctx, g):
 silu = _activation(
     "silu", lambda x: x * _sigmoid(x), _silu_vjp, _normal,
     "x * (0.5 * np.tanh(0.5 * x) + 0.5)",
-    "x * sigmoid(x) (torch.nn.functional.silu, swish with beta 1).")
+    "x * sigmoid(x) (torch.nn.functional.silu, swish with beta 1).",
+    epilogue=lambda p: ("swish", 1.0))
 
 
 def _mish(x):

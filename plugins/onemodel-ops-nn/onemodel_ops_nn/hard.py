@@ -69,7 +69,8 @@ hardsigmoid = OpDef(
     params={"alpha": Param(kind="float", default=SIXTH), "beta": Param(kind="float", default=0.5)},
     kernel=_hardsigmoid, infer=_float_infer("hardsigmoid"), vjp=_hardsigmoid_vjp,
     samples=_hardsigmoid_samples, methods=("hardsigmoid",),
-    traits=OpTraits(pointwise=Pointwise(formula="np.minimum(np.maximum(alpha * x + beta, 0), 1)")),
+    traits=OpTraits(pointwise=Pointwise(formula="np.minimum(np.maximum(alpha * x + beta, 0), 1)"),
+                    epilogue=lambda p: ("hardsigmoid", p["alpha"], p["beta"])),
     doc="clip(alpha * x + beta, 0, 1); alpha=1/6, beta=1/2 is torch.nn.functional.hardsigmoid.",
 )
 
@@ -77,7 +78,8 @@ hardswish = OpDef(
     name="hardswish", inputs=("x",), kernel=_hardswish, infer=_float_infer("hardswish"),
     vjp=_hardswish_vjp, samples=_samples, methods=("hardswish",),
     traits=OpTraits(pointwise=Pointwise(
-        formula="x * np.minimum(np.maximum(x + 3.0, 0), 6.0) * 0.16666666666666666")),
+        formula="x * np.minimum(np.maximum(x + 3.0, 0), 6.0) * 0.16666666666666666"),
+        epilogue="hardswish"),
     doc="x * relu6(x + 3) / 6 (torch.nn.functional.hardswish, MobileNetV3).",
 )
 
