@@ -16,13 +16,6 @@ RANK = {"errors": 0, "_version": 0, "registry": 1, "core": 2, "passes": 3, "form
         "runtime": 5, "trace": 6}
 TOP = 7
 
-#: Import cycles among module-level imports that are known and being removed -> why (the lead
-#: deletes each once the branch that breaks it is merged; a stale entry fails a test).
-KNOWN_CYCLES = {
-    ("onemodel_backend_compiled.rules", "onemodel_backend_compiled.text_rules"):
-        "h-lowerings breaks it (a bottom-of-file import in rules.py)",
-}
-
 
 def layer_of(module: str) -> int:
     parts = module.split(".")
@@ -205,15 +198,8 @@ def _packages(repo: pathlib.Path = REPO) -> list[pathlib.Path]:
 def test_no_module_level_import_cycles():
     """A cycle among module-level imports holds only by import order: whichever module is
     imported first decides whether the other finds its names."""
-    found = [c for pkg in _packages() for c in cycles(module_graph(pkg))
-             if c not in KNOWN_CYCLES]
+    found = [c for pkg in _packages() for c in cycles(module_graph(pkg))]
     assert not found, "import cycles:\n  " + "\n  ".join(" <-> ".join(c) for c in found)
-
-
-def test_known_cycles_are_still_there():
-    found = {c for pkg in _packages() for c in cycles(module_graph(pkg))}
-    gone = set(KNOWN_CYCLES) - found
-    assert not gone, f"these cycles are broken; delete them from KNOWN_CYCLES: {sorted(gone)}"
 
 
 def test_the_cycle_check_sees_a_cycle_but_not_a_lazy_one(tmp_path):

@@ -26,6 +26,7 @@ from .samples import (bind_sample, call_sample, flat, output_types, sample_array
 
 __all__ = ["check_op", "check_backend", "check_model", "registered_op", "MODELS", "CHECKS",
            "check_reference", "check_inference", "check_gradient", "check_trace",
-           "check_formula", "check_epilogue", "check_sessions", "check_onnx", "Check", "CheckReport", "OpCheckError",
+           "check_formula", "check_epilogue", "check_sessions", "check_onnx", "Check", "CheckReport",
+           "OpCheckError",
            "sample_arrays", "sample_tensors", "sample_call", "call_sample", "bind_sample",
            "output_types", "sample_graph", "flat"]

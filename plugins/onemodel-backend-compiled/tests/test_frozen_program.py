@@ -143,7 +143,7 @@ def test_a_rule_that_gives_up_leaves_no_trace():
     reference = lower({**RULES, "greater": lambda lw, node, params: False})
     assert "numpy: greater" in reference.source
     for give_up in ("false", "raise"):
-        def rule(lw, node, params):
+        def rule(lw, node, params, give_up=give_up):
             _mutate(lw.trial)
             if give_up == "raise":
                 raise Unsupported("gave up")

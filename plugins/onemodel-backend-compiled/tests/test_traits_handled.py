@@ -71,7 +71,9 @@ def test_an_epilogue_op_is_applied_in_the_tiles_of_a_conv_and_a_gemm(name):
         if ep is None:  # these params have no epilogue form (clip without bounds)
             continue
         assert ep[0] in P.CONV_ACTIVATIONS, (name, ep)
-        conv = (lambda t, p=params: fn(om.ops.conv2d(t, w, b, padding=1), **p))
+        def conv(t, p=params):
+            return fn(om.ops.conv2d(t, w, b, padding=1), **p)
+
         cases = [(conv, x), (conv, x_big)]
         if ep[0] in P.ACTIVATIONS and ep[1:] == (0.0, 0.0):
             cases.append((lambda t, p=params: fn(om.ops.linear(t, wl), **p), xl))
