@@ -17,6 +17,9 @@ from .passes import PASSES
 from .torch_names import TORCH
 
 from .onnx_activation_more import ONNX as _ACTIVATION_MORE_ONNX
+from .onnx_attention import IMPORTS as _ATTENTION_IMPORTS
+from .onnx_rotary import ROTARY_IMPORTS as _ROTARY_IMPORTS
+from .onnx_rotary import SWIGLU_IMPORTS as _SWIGLU_IMPORTS
 from .onnx_mapping import ONNX as _ONNX
 from .onnx_mapping_more import ONNX as _ONNX_MORE
 from .onnx_losses import IMPORTS as _LOSS_IMPORTS
@@ -34,6 +37,8 @@ def _ride(op: str, rules: dict) -> None:
 
 
 _ride("conv2d", _QUANTIZED_CONV_IMPORTS)  # ConvInteger, QLinearConv
+_ride("scaled_dot_product_attention", {**_ATTENTION_IMPORTS, **_ROTARY_IMPORTS})
+_ride("glu", _SWIGLU_IMPORTS)  # SwiGLU
 _ride("nll_loss", _LOSS_IMPORTS)  # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 ONNX["nll_loss"] = attrs.evolve(ONNX["nll_loss"], export=_export_nll)
 
