@@ -299,3 +299,24 @@ def test_linear_attention_refuses_a_symbolic_sequence_and_a_missing_input():
     with pytest.raises(OnnxUnsupportedError, match="update_rule 'gated_delta' needs the decay "
                                                    "input"):
         from_onnx(m)
+
+
+# -- export back --------------------------------------------------------------------------------
+def test_imported_attention_exports_back_at_every_size():
+    """The imported ops export as standard ONNX ops, symbolic sizes (the cache length that
+    offsets the causal frontier) computed in the file: the file matches onnx's reference at
+    two sizes in ONNX Runtime."""
+    pytest.importorskip("onnxruntime")
+    from onemodel.formats.onnx_export import to_onnx
+
+    m = _attention([("q", F, ["b", "s", 16]), ("k", F, ["b", "s", 8]), ("v", F, ["b", "s", 6]),
+                    ("", F, None), ("pk", F, ["b", 2, "p", 4]), ("pv", F, ["b", 2, "p", 3])],
+                   ["y", "present_k", "present_v"], is_causal=1, q_num_heads=4,
+                   kv_num_heads=2)
+    back = to_onnx(from_onnx(m))
+    assert "Attention" not in {n.op_type for n in back.graph.node}
+    for b, s, p in ((1, 2, 3), (2, 3, 1)):
+        feeds = {"q": _r(b, s, 16), "k": _r(b, s, 8), "v": _r(b, s, 6), "pk": _r(b, 2, p, 4),
+                 "pv": _r(b, 2, p, 3)}
+        for got, want in zip(_ort(back, feeds), _reference(m, feeds)):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
