@@ -70,10 +70,10 @@ def import_linear_attention(ctx, node):
                         f"{MAX_STEPS})")
     if decay is not None:
         last = ctx.type(decay).shape[-1]
-        if same(last, hkv):
+        if _same(last, hkv):
             g = ctx.emit("permute", [ctx.emit("reshape", [decay], shape=(b, steps, hkv, 1))],
                          axes=(0, 2, 1, 3))
-        elif same(last, hkv * d_k):
+        elif _same(last, hkv * d_k):
             g = ctx.emit("permute", [ctx.emit("reshape", [decay], shape=(b, steps, hkv, d_k))],
                          axes=(0, 2, 1, 3))
         else:
@@ -82,7 +82,7 @@ def import_linear_attention(ctx, node):
         g = ctx.emit("cast", [g], dtype=DType.F32)
     if beta is not None:
         last = ctx.type(beta).shape[-1]
-        if not (same(last, hkv) or same(last, 1)):
+        if not (_same(last, hkv) or _same(last, 1)):
             ctx.unsupported(f"beta's last axis ({last}) must be kv_num_heads ({hkv}) or 1")
         bt = ctx.emit("permute", [ctx.emit("reshape", [beta], shape=(b, steps, int(last), 1))],
                       axes=(0, 2, 1, 3))
@@ -119,7 +119,7 @@ def import_linear_attention(ctx, node):
     return [y, state]
 
 
-def same(a, b) -> bool:
+def _same(a, b) -> bool:
     return not isinstance(a, Dim) and not isinstance(b, Dim) and int(a) == int(b)
 
 
