@@ -21,10 +21,13 @@ MODELS = {
     "tf2onnx_keras_cnn_same.onnx": ("image", [(1, 15, 15, 3), (3, 15, 15, 3)]),
     # auto_pad=SAME_UPPER with stride 2 on a dynamic image: the pads depend on each parity
     "tf2onnx_keras_cnn_dynamic.onnx": ("image", [(1, 15, 15, 3), (3, 20, 17, 3)]),
+    # the same on a dynamic time axis, then Reshape (b, t, -1) to a Dense layer
+    "tf2onnx_keras_kws.onnx": ("spec", [(1, 9, 16, 1), (3, 20, 16, 1)]),
     "tf2onnx_keras_gru.onnx": ("seq", [(1, 4, 5), (3, 9, 5)]),
     "tf2onnx_slice_to_end.onnx": ("seq", [(1, 4, 4), (3, 9, 4)]),
     "jax2onnx_flax_cnn.onnx": ("image", [(1, 16, 16, 3), (3, 16, 16, 3)]),
     "jax2onnx_mlp.onnx": ("x", [(1, 6), (3, 6)]),
+    "jax2onnx_seq_conv.onnx": ("seq", [(1, 7, 4), (3, 12, 4)]),
     "paddle2onnx_conv_resize.onnx": ("image", [(1, 3, 32, 32), (3, 3, 21, 27)]),
 }
 

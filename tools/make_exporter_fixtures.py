@@ -75,6 +75,8 @@ def tf2onnx_models() -> None:
       pads more at the end: asymmetric ``pads``), and the same on a dynamic image
       (``auto_pad=SAME_UPPER`` on symbolic sizes);
     * a GRU over a dynamic sequence with a dense head;
+    * a keyword-spotting net: two stride-2 SAME convs over a dynamic time axis of a 16-band
+      spectrogram, reshaped to (batch, time, -1) for a dense layer;
     * tensor slicing to the end (``x[:, 1:]``: tf2onnx writes the end as 2**31 - 1) fed to
       arithmetic against the whole axis.
 
@@ -110,6 +112,17 @@ def tf2onnx_models() -> None:
     gru = keras.Model(inp, keras.layers.Dense(3)(x))
     sig = [tf.TensorSpec((None, None, 5), tf.float32, name="seq")]
     _tf_export(tf.function(lambda seq: gru(seq, training=False)), sig, "tf2onnx_keras_gru.onnx")
+
+    # a keyword-spotting net: two stride-2 convs over (time, 16 bands), then (b, t, -1)
+    inp = keras.Input((None, 16, 1), name="spec")
+    x = keras.layers.Conv2D(4, 3, strides=2, padding="same", activation="relu")(inp)
+    x = keras.layers.Conv2D(4, 3, strides=2, padding="same", activation="relu")(x)
+    x = keras.layers.Reshape((-1, 4 * 4))(x)
+    x = keras.layers.Dense(6, activation="tanh")(x)
+    kws = keras.Model(inp, keras.layers.GlobalAveragePooling1D()(x))
+    sig = [tf.TensorSpec((None, None, 16, 1), tf.float32, name="spec")]
+    _tf_export(tf.function(lambda spec: kws(spec, training=False)), sig,
+               "tf2onnx_keras_kws.onnx")
 
     w_np = np.random.default_rng(1).standard_normal((4, 4)).astype(np.float32)
 
@@ -174,7 +187,8 @@ def jax2onnx_models() -> None:
 
     The CNN is NHWC (flax's layout; jax2onnx transposes around each Conv) with a stride-2 SAME
     convolution, average pooling and a dense head, batch ``B`` symbolic; the MLP is plain
-    ``jnp`` (dot, tanh, gelu, layer norm written out), batch ``B`` symbolic.
+    ``jnp`` (dot, tanh, gelu, layer norm written out), batch ``B`` symbolic; a 1-D conv net over
+    a sequence (two stride-2 SAME convs, a mean over time), batch ``B`` and time ``T`` symbolic.
     """
     import jax
     import jax.numpy as jnp
@@ -208,6 +222,19 @@ def jax2onnx_models() -> None:
         return jnp.tanh(h @ w2 + b2)
 
     _write("jax2onnx_mlp.onnx", to_onnx(mlp, [("B", 6)], opset=OPSET, input_names=["x"]))
+
+    class SeqConv(nnx.Module):  # batch and time symbolic: SAME at stride 2 on a dynamic length
+        def __init__(self, rngs):
+            self.conv1 = nnx.Conv(4, 8, (3,), strides=(2,), padding="SAME", rngs=rngs)
+            self.conv2 = nnx.Conv(8, 8, (3,), strides=(2,), padding="SAME", rngs=rngs)
+            self.out = nnx.Linear(8, 2, rngs=rngs)
+
+        def __call__(self, x):
+            x = nnx.gelu(self.conv2(nnx.relu(self.conv1(x))))
+            return self.out(x.mean(axis=1))
+
+    _write("jax2onnx_seq_conv.onnx",
+           to_onnx(SeqConv(nnx.Rngs(1)), [("B", "T", 4)], opset=OPSET, input_names=["seq"]))
 
 
 EXPORTERS = {"skl2onnx": sklearn_models, "tf2onnx": tf2onnx_models, "jax2onnx": jax2onnx_models,
