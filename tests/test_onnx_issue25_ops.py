@@ -310,10 +310,47 @@ def test_auto_pad_with_stride_on_fixed_sizes():
     _check(m, _images((1, 3, 7, 8)))
 
 
+@pytest.mark.parametrize("mode, kernel, strides, dilations", [
+    ("SAME_UPPER", (3, 3), [2, 2], [1, 1]),  # TensorFlow's stride-2 SAME on a dynamic image
+    ("SAME_UPPER", (2, 4), [2, 3], [1, 1]),  # even reach: the begin pad differs by residue
+    ("SAME_LOWER", (3, 2), [3, 2], [2, 1]),
+])
+def test_auto_pad_with_stride_on_symbolic_sizes(mode, kernel, strides, dilations):
+    """The pads depend on each size modulo its stride: padded by the most, then cut to the
+    size's own window at run time. Sizes of every residue of the strides."""
+    w = rng.standard_normal((4, 3, *kernel)).astype(np.float32)
+    m = _model(h.make_node("Conv", ["x", "w", "b"], ["y"], auto_pad=mode, strides=strides,
+                           dilations=dilations),
+               [("x", F, ["b", 3, "h", "w"])], ["y"],
+               {"w": w, "b": rng.standard_normal(4).astype(np.float32)})
+    # ONNX Runtime refuses dilations with auto_pad SAME: onnx's reference evaluator there
+    against = _ort if dilations == [1, 1] else _reference
+    _check(m, _images((1, 3, 7, 8), (3, 3, 8, 9), (2, 3, 9, 10), (1, 3, 6, 13)), against=against)
+
+
+@pytest.mark.parametrize("onnx_type, attrs", [
+    ("MaxPool", dict(kernel_shape=[3, 2], strides=[2, 2])),  # Keras MaxPooling2D "same"
+    ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 3], count_include_pad=1)),
+])
+def test_pool_auto_pad_with_stride_on_symbolic_sizes(onnx_type, attrs):
+    m = _model(h.make_node(onnx_type, ["x"], ["y"], auto_pad="SAME_UPPER", **attrs),
+               [("x", F, ["b", 3, "h", "w"])], ["y"])
+    feeds = _images((1, 3, 7, 8), (2, 3, 8, 9), (1, 3, 9, 10))
+    feeds[0]["x"][0, 0, -1, :] = -np.inf  # a window of -inf and padding only: still -inf
+    _check(m, feeds)
+
+
 def test_auto_pad_refusal_names_the_reason():
-    m = _model(h.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER", strides=[2, 2]),
-               [("x", F, [1, 3, "h", 8])], ["y"], {"w": W})
-    with pytest.raises(OnnxUnsupportedError, match="Conv.*auto_pad=SAME_UPPER with stride 2"):
+    m = _model(h.make_node("AveragePool", ["x"], ["y"], auto_pad="SAME_UPPER", strides=[2, 2],
+                           kernel_shape=[3, 3]),
+               [("x", F, [1, 3, "h", 8])], ["y"])
+    with pytest.raises(OnnxUnsupportedError,
+                       match="AveragePool.*auto_pad=SAME_UPPER with a stride.*count_include_pad"):
+        from_onnx(m)
+    w = rng.standard_normal((4, 3, 1, 1)).astype(np.float32)  # reach 1 below stride 3
+    m = _model(h.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER", strides=[3, 1]),
+               [("x", F, [1, 3, "h", 8])], ["y"], {"w": w})
+    with pytest.raises(OnnxUnsupportedError, match="Conv.*auto_pad=SAME_UPPER with stride 3"):
         from_onnx(m)
 
 

@@ -17,6 +17,8 @@ from onemodel.core.types import numel
 from onemodel.formats.onnx_lowering import scalar_const
 from onemodel.registry import OnnxSpec
 
+from .onnx_conv_same import cut_to_same, same_pads
+
 
 def _pair(v):
     if isinstance(v, (tuple, list)):
@@ -99,8 +101,10 @@ def asymmetric_excess(begin, end) -> tuple:
     return tuple(out)
 
 
-def _auto_pads_full(ctx, node, spatial, kernel, strides, dilations):
-    """(begin, end) pads per spatial axis from ``pads`` or ``auto_pad``."""
+def _auto_pads_full(ctx, node, spatial, kernel, strides, dilations, cut=()):
+    """(begin, end) pads per spatial axis from ``pads`` or ``auto_pad``; ``cut`` (a list) takes
+    the axes whose SAME pads depend on a symbolic size (``onnx_conv_same``), padded 0 here,
+    where the caller can cut them; elsewhere such an axis is refused."""
     mode = node.attr("auto_pad", "NOTSET")
     n = len(kernel)
     if mode in ("NOTSET", ""):
@@ -114,8 +118,12 @@ def _auto_pads_full(ctx, node, spatial, kernel, strides, dilations):
             reach = (kernel[i] - 1) * dilations[i] + 1
             if isinstance(size, Dim):
                 if strides[i] != 1:  # the total then depends on the size modulo the stride
+                    if isinstance(cut, list) and same_pads(mode, size, strides[i], reach):
+                        cut.append(i)
+                        continue
                     ctx.unsupported(f"auto_pad={mode} with stride {strides[i]} on the symbolic "
-                                    f"spatial size {size} (stride 1 is imported)")
+                                    f"spatial size {size} (stride 1 is imported, and a conv's "
+                                    f"stride up to its kernel's reach)")
                 total = reach - 1  # stride 1: the same for every size
             else:
                 out = -(-size // strides[i])
@@ -139,7 +147,11 @@ def conv_from(ctx, node, x, w, b):
     kernel = node.attr("kernel_shape") or [int(d) for d in wt.shape[2:]]
     strides = node.attr("strides") or [1] * n
     dilations = node.attr("dilations") or [1] * n
-    begin, end = _auto_pads_full(ctx, node, xt.shape[2:], kernel, strides, dilations)
+    cut: list[int] = []
+    begin, end = _auto_pads_full(ctx, node, xt.shape[2:], kernel, strides, dilations, cut)
+    if cut:  # SAME pads that depend on a symbolic size
+        reaches = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+        x = cut_to_same(ctx, x, cut, node.attr("auto_pad"), strides, reaches)
     pads = [min(b, e) for b, e in zip(begin, end)]
     if pads != begin or pads != end:  # asymmetric (TensorFlow's SAME): zeros, then the conv
         x = ctx.emit("pad", [x], pad=asymmetric_excess(begin, end))
@@ -267,16 +279,25 @@ def _import_pool(op, onnx_type):
         n = len(k)
         s = list(node.attr("strides") or [1] * n)
         d = list(node.attr("dilations") or [1] * n)
-        begin, end = _auto_pads_full(ctx, node, xt.shape[2:], k, s, d)
+        cut: list[int] = []
+        begin, end = _auto_pads_full(ctx, node, xt.shape[2:], k, s, d, cut)
         params = {}
         if op == "avg_pool2d":
             params["count_include_pad"] = bool(node.attr("count_include_pad", 0))
+            if cut and not params["count_include_pad"]:
+                ctx.unsupported(f"auto_pad={node.attr('auto_pad')} with a stride on a symbolic "
+                                f"size and count_include_pad=0 (the divisor then depends on "
+                                f"the size)")
         via = None
         if op == "max_pool2d" and xt.dtype in _INT_VIA_FLOAT:
             if any(p >= (kk - 1) * dd + 1 for p, kk, dd in zip(begin + end, k + k, d + d)):
                 ctx.unsupported(f"integer {onnx_type} whose padding can hold a whole window")
             via = _INT_VIA_FLOAT[xt.dtype]
             x = ctx.cast(x, via)
+        if cut:  # SAME pads that depend on a symbolic size: a max pool's padding never wins
+            reaches = [(kk - 1) * dd + 1 for kk, dd in zip(k, d)]
+            x = cut_to_same(ctx, x, cut, node.attr("auto_pad"), s, reaches,
+                            value=float("-inf") if op == "max_pool2d" else 0.0)
         ceil_mode = bool(node.attr("ceil_mode", 0))
         if n == 3:
             y = _emit_pool3d(ctx, op, x, k, s, d, begin, end, ceil_mode, params)
