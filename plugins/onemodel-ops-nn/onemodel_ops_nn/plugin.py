@@ -17,6 +17,8 @@ from .passes import PASSES
 from .torch_names import TORCH
 
 from .onnx_activation_more import ONNX as _ACTIVATION_MORE_ONNX
+from .onnx_compositions import RIDERS as _COMPOSITIONS
+from .onnx_pool_indices import with_indices as _with_indices
 from .onnx_mapping import ONNX as _ONNX
 from .onnx_mapping_more import ONNX as _ONNX_MORE
 from .onnx_losses import IMPORTS as _LOSS_IMPORTS
@@ -36,6 +38,9 @@ def _ride(op: str, rules: dict) -> None:
 _ride("conv2d", _QUANTIZED_CONV_IMPORTS)  # ConvInteger, QLinearConv
 _ride("nll_loss", _LOSS_IMPORTS)  # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 ONNX["nll_loss"] = attrs.evolve(ONNX["nll_loss"], export=_export_nll)
+for _op, _rules in _COMPOSITIONS.items():  # LpPool, LRN
+    _ride(_op, _rules)
+_ride("max_pool2d", {"MaxPool": _with_indices(ONNX["max_pool2d"].imports["MaxPool"])})
 
 
 def all_ops():
