@@ -158,3 +158,27 @@ def test_refusals_name_the_reason():
                [("x", F, [1, 2, 6])])
     with pytest.raises(OnnxUnsupportedError, match="MaxPool with an Indices output"):
         from_onnx(m)
+
+
+@pytest.mark.parametrize("center", [0, 1])
+def test_non_max_suppression(center):
+    """Two batches, two classes; one session runs two limits (two output lengths)."""
+    m = _model(h.make_node("NonMaxSuppression", ["b", "s", "k", "iou", "t"], ["y"],
+                           center_point_box=center),
+               [("b", F, [2, 6, 4]), ("s", F, [2, 2, 6]), ("k", I64, [1]), ("iou", F, [1]),
+                ("t", F, [1])])
+    boxes = rng.uniform(0, 3, (2, 6, 4)).astype(np.float32)
+    boxes[..., 2:] += 1.0 if center else boxes[..., :2]  # positive sizes, or wider corners
+    scores = rng.uniform(0, 1, (2, 2, 6)).astype(np.float32)
+    feeds = {"b": boxes, "s": scores, "iou": np.array([0.3], np.float32),
+             "t": np.array([0.2], np.float32)}
+    _check(m, [{**feeds, "k": np.array([3], np.int64)}, {**feeds, "k": np.array([1], np.int64)}])
+
+
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_affine_grid_size_fed_at_run_time(align_corners):
+    m = _model(h.make_node("AffineGrid", ["t", "s"], ["y"], align_corners=align_corners),
+               [("t", F, [2, 2, 3]), ("s", I64, [4])])
+    theta = rng.standard_normal((2, 2, 3)).astype(np.float32)
+    _check(m, [{"t": theta, "s": np.array([2, 3, 4, 5], np.int64)},
+               {"t": theta, "s": np.array([2, 1, 3, 2], np.int64)}])

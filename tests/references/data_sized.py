@@ -3,16 +3,20 @@ the one-node ONNX model of the same kind."""
 import numpy as np
 
 
-def _sized_from_data(x=None, a=None, b=None, *, kind, dims, axis=-1, axes=None, periodic=True,
-                     dtype=None):
+def _sized_from_data(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=-1, axes=None,
+                     periodic=True, dtype=None):
     from onnx import helper
     from onnx.reference import ReferenceEvaluator
 
-    arrays = [v for v in (x, a, b) if v is not None]
+    arrays = [v for v in (x, a, b, c, d) if v is not None]
     names = [f"i{k}" for k in range(len(arrays))]
     attrs = {}
     if kind == "OneHot":
         attrs["axis"] = axis
+    elif kind == "AffineGrid":
+        attrs["align_corners"] = int(periodic)
+    elif kind == "NonMaxSuppression":
+        attrs["center_point_box"] = int(axis == 1)
     elif kind == "CenterCropPad" and axes is not None:
         attrs["axes"] = list(axes)
     elif kind.endswith("Window"):

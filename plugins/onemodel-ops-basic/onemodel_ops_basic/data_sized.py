@@ -1,6 +1,7 @@
 """``sized_from_data``: ONNX ops whose output sizes are the *values* of an input read at run time
 and that ``shape_from_data``'s kinds do not cover: Tile (repeats), OneHot (depth), CenterCropPad
-(the target shape) and the Hann / Hamming / Blackman windows (the window size).
+(the target shape), the Hann / Hamming / Blackman windows (the window size) and
+NonMaxSuppression (as many index triples as boxes survive) and AffineGrid (the image size).
 
 Why an op apart from the ops with static params (``tile``, ``one_hot``): those keep PyTorch's
 signatures and params that passes specialise on; these forms follow ONNX's rules for the data
@@ -16,7 +17,8 @@ from onemodel.registry import OpDef, Param, Sample
 
 from ._common import Dim, DType, OpError, TensorType
 
-KINDS = ("Tile", "OneHot", "CenterCropPad", "HannWindow", "HammingWindow", "BlackmanWindow")
+KINDS = ("Tile", "OneHot", "CenterCropPad", "HannWindow", "HammingWindow", "BlackmanWindow",
+         "NonMaxSuppression", "AffineGrid")
 WINDOWS = ("HannWindow", "HammingWindow", "BlackmanWindow")
 
 
@@ -92,7 +94,86 @@ def _window(kind, size, periodic, dtype):
     return w.astype((dtype or DType.F32).numpy)
 
 
-def _compute(kind, x, a, b, axis, axes, periodic, dtype):
+def _corners(boxes, center):
+    """(y_min, x_min, y_max, x_max) of each box: corners in either order, or (centre, size)."""
+    if center:
+        xc, yc, w, h = (boxes[..., k] for k in range(4))
+        return yc - h / 2, xc - w / 2, yc + h / 2, xc + w / 2
+    return (np.minimum(boxes[..., 0], boxes[..., 2]), np.minimum(boxes[..., 1], boxes[..., 3]),
+            np.maximum(boxes[..., 0], boxes[..., 2]), np.maximum(boxes[..., 1], boxes[..., 3]))
+
+
+def _iou_above(c, i, j, threshold) -> bool:
+    y0, x0, y1, x1 = c
+    ih = min(y1[i], y1[j]) - max(y0[i], y0[j])
+    iw = min(x1[i], x1[j]) - max(x0[i], x0[j])
+    if ih <= 0 or iw <= 0:
+        return False
+    inter = ih * iw
+    a_i, a_j = (y1[i] - y0[i]) * (x1[i] - x0[i]), (y1[j] - y0[j]) * (x1[j] - x0[j])
+    union = a_i + a_j - inter
+    if a_i <= 0 or a_j <= 0 or union <= 0:
+        return False
+    return inter / union > threshold
+
+
+def _first(v, default):
+    v = None if v is None else np.asarray(v).reshape(-1)
+    return default if v is None or v.size == 0 else v[0].item()
+
+
+def _nms(boxes, scores, max_out, iou, score, center):
+    """ONNX NonMaxSuppression: per batch and class, boxes by falling score (the lower index
+    first among equals), above score_threshold when given, each kept unless its IoU with one
+    already kept exceeds iou_threshold, at most max_output_boxes_per_class of them."""
+    if boxes.ndim != 3 or boxes.shape[2] != 4 or scores.ndim != 3 or \
+            scores.shape[0] != boxes.shape[0] or scores.shape[2] != boxes.shape[1]:
+        raise OpError(f"ops.sized_from_data: NonMaxSuppression boxes {list(boxes.shape)} and "
+                      f"scores {list(scores.shape)} must be [B, N, 4] and [B, C, N]")
+    limit = max(int(_first(max_out, 0)), 0)
+    threshold, floor = float(_first(iou, 0.0)), _first(score, None)
+    out = []
+    for b in range(boxes.shape[0]):
+        c = _corners(boxes[b].astype(np.float64), center)
+        for k in range(scores.shape[1]):
+            s = scores[b, k]
+            order = [i for i in np.argsort(-s.astype(np.float64), kind="stable")
+                     if floor is None or s[i] > floor]
+            kept = []
+            for i in order:
+                if len(kept) >= limit:
+                    break
+                if not any(_iou_above(c, i, j, threshold) for j in kept):
+                    kept.append(i)
+                    out.append((b, k, int(i)))
+    return np.array(out, np.int64).reshape(len(out), 3)
+
+
+def _affine_grid(theta, size, align_corners):
+    """ONNX AffineGrid (torch's affine_grid): theta [N, k, k+1] maps the homogeneous
+    (x, y[, z], 1) of each output position, on [-1, 1] corner to corner (align_corners) or
+    pixel centre to pixel centre, to the point to sample."""
+    dims = _ints(size, "AffineGrid size")
+    k = len(dims) - 2
+    if k not in (2, 3) or theta.shape != (dims[0], k, k + 1):
+        raise OpError(f"ops.sized_from_data: AffineGrid theta {list(theta.shape)} and size "
+                      f"{dims} must be [N, 2, 3] with [N, C, H, W], or [N, 3, 4] with "
+                      f"[N, C, D, H, W]")
+    if any(m < 1 for m in dims[2:]):
+        raise OpError(f"ops.sized_from_data: AffineGrid size {dims} holds an empty axis")
+    lines = [np.linspace(-1.0, 1.0, m) if align_corners else (np.arange(m) * 2.0 + 1.0) / m - 1
+             for m in dims[2:]]
+    mesh = np.meshgrid(*lines, indexing="ij")  # (D,) H, W order; the grid holds x first
+    homo = np.stack([*reversed(mesh), np.ones_like(mesh[0])], axis=-1).reshape(-1, k + 1)
+    grid = np.einsum("nij,pj->npi", theta.astype(np.float64), homo)
+    return grid.reshape([dims[0], *dims[2:], k]).astype(theta.dtype)
+
+
+def _compute(kind, x, a, b, c, d, axis, axes, periodic, dtype):
+    if kind == "AffineGrid":
+        return _affine_grid(x, a, periodic)
+    if kind == "NonMaxSuppression":
+        return _nms(x, a, b, c, d, axis == 1)
     if kind == "Tile":
         return _tile(x, a)
     if kind == "OneHot":
@@ -102,9 +183,9 @@ def _compute(kind, x, a, b, axis, axes, periodic, dtype):
     return _window(kind, x, periodic, dtype)
 
 
-def _kernel(x=None, a=None, b=None, *, kind, dims, axis=-1, axes=None, periodic=True,
-            dtype=None):
-    out = np.ascontiguousarray(_compute(kind, x, a, b, axis, axes, periodic, dtype))
+def _kernel(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=-1, axes=None,
+            periodic=True, dtype=None):
+    out = np.ascontiguousarray(_compute(kind, x, a, b, c, d, axis, axes, periodic, dtype))
     (want,) = dims
     fixed = [w is not None and not isinstance(w, Dim) for w in want]
     if len(out.shape) != len(want) or any(f and int(w) != n
@@ -114,8 +195,8 @@ def _kernel(x=None, a=None, b=None, *, kind, dims, axis=-1, axes=None, periodic=
     return out
 
 
-def _infer(x=None, a=None, b=None, *, kind, dims, axis=-1, axes=None, periodic=True,
-           dtype=None):
+def _infer(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=-1, axes=None,
+           periodic=True, dtype=None):
     if not (isinstance(dims, tuple) and len(dims) == 1 and isinstance(dims[0], tuple)):
         raise OpError("ops.sized_from_data: dims must hold one shape")
     for v in dims[0]:
@@ -123,6 +204,12 @@ def _infer(x=None, a=None, b=None, *, kind, dims, axis=-1, axes=None, periodic=T
             raise OpError(f"ops.sized_from_data: dims holds {v!r}, not a size")
     if x is None:
         raise OpError(f"ops.sized_from_data: {kind} needs its first input")
+    if kind == "AffineGrid" and not x.dtype.is_float:
+        raise OpError("ops.sized_from_data: AffineGrid needs a float theta")
+    if kind == "NonMaxSuppression":
+        if a is None or not (x.dtype.is_float and a.dtype.is_float):
+            raise OpError("ops.sized_from_data: NonMaxSuppression needs float boxes and scores")
+        return TensorType(DType.I64, dims[0])
     sized_by = x if kind in WINDOWS else a
     if kind != "OneHot" and (sized_by is None or not sized_by.dtype.is_int):
         raise OpError(f"ops.sized_from_data: {kind}'s size input must be an integer tensor")
@@ -153,6 +240,26 @@ def _samples(rng):
     yield Sample(args=(r((5, 2, 3)), np.array([2, 5], i64)),
                  params={"kind": "CenterCropPad", "dims": ((2, 5, 3),), "axes": (0, -2)},
                  grad=False, name="center_crop_pad")
+    boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11],
+                       [1, 1, 0, 0], [0, 100, 1, 101]]], np.float32)
+    scores = np.array([[[0.9, 0.75, 0.6, 0.95, 0.5, 0.3], [0.1, 0.2, 0.9, 0.3, 0.9, 0.0]]],
+                      np.float32)
+    yield Sample(args=(boxes, scores, np.array([2], i64), np.array([0.5], np.float32),
+                       np.array([0.15], np.float32)),
+                 params={"kind": "NonMaxSuppression", "dims": ((4, 3),)}, grad=False,
+                 name="non_max_suppression")
+    centred = np.array([[[0.5, 0.5, 1, 1], [0.5, 0.6, 1, 1], [0.5, 10.5, 1, 1]]], np.float32)
+    yield Sample(args=(centred, np.array([[[0.9, 0.8, 0.7]]], np.float32), np.array([3], i64),
+                       np.array([0.0], np.float32)),
+                 params={"kind": "NonMaxSuppression", "dims": ((2, 3),), "axis": 1},
+                 grad=False, name="non_max_suppression_center_no_score_floor")
+    for align in (False, True):
+        yield Sample(args=(r((2, 2, 3)), np.array([2, 3, 4, 5], i64)),
+                     params={"kind": "AffineGrid", "dims": ((2, 4, 5, 2),), "periodic": align},
+                     grad=False, name=f"affine_grid_2d_align_{align}")
+    yield Sample(args=(r((1, 3, 4)), np.array([1, 1, 2, 3, 2], i64)),
+                 params={"kind": "AffineGrid", "dims": ((1, 2, 3, 2, 3),)}, grad=False,
+                 name="affine_grid_3d")
     for kind in WINDOWS:
         for periodic in (True, False):
             yield Sample(args=(np.array(7, i64),),
@@ -162,20 +269,23 @@ def _samples(rng):
 
 
 sized_from_data = OpDef(
-    name="sized_from_data", inputs=("x", "a?", "b?"),
+    name="sized_from_data", inputs=("x", "a?", "b?", "c?", "d?"),
     params={"kind": Param(kind="str", choices=KINDS, doc="the ONNX op type it computes"),
             "dims": Param(kind="any", doc="the output shape: sizes known at import, data sizes "
                                           "(symbols bound at run time) elsewhere"),
-            "axis": Param(kind="int", default=-1, doc="OneHot's axis"),
+            "axis": Param(kind="int", default=-1,
+                          doc="OneHot's axis; NonMaxSuppression's center_point_box"),
             "axes": Param(kind="any", default=None, optional=True,
                           doc="CenterCropPad's axes (None: every axis)"),
-            "periodic": Param(kind="bool", default=True, doc="a window's periodic"),
+            "periodic": Param(kind="bool", default=True,
+                              doc="a window's periodic; AffineGrid's align_corners"),
             "dtype": Param(kind="dtype", default=None, optional=True,
                            doc="a window's output dtype")},
     kernel=_kernel, infer=_infer,
     vjp=None,  # only ONNX import makes it; sizes read from data are not differentiable
     samples=_samples,
-    doc="An ONNX op (kind: Tile, OneHot, CenterCropPad, a window) whose output sizes are values "
+    doc="An ONNX op (kind: Tile, OneHot, CenterCropPad, a window, NonMaxSuppression, "
+        "AffineGrid) whose output sizes are values "
         "of an input read at run time; dims declares the output shape.",
 )
 

@@ -1,8 +1,8 @@
 """ONNX mapping of ``sized_from_data`` (data_sized.py): Tile with repeats, OneHot with a depth
-(any axis, any on / off values), CenterCropPad with a target shape, and the Hann / Hamming /
-Blackman windows with a size. Each output size the import can compute (a constant or a size of
-an input axis) is kept; every other is a data size (``ctx.data_dim()``) bound when the node
-runs. A Tile whose repeats are known is left to ``tile`` (`ctx.decline`), the fast path."""
+(any axis, any on / off values), CenterCropPad with a target shape, the Hann / Hamming /
+Blackman windows with a size, NonMaxSuppression and AffineGrid. Each output size the import can compute
+(a constant or a size of an input axis) is kept; every other is a data size
+(``ctx.data_dim()``) bound when the node runs. A Tile whose repeats are known is left to ``tile`` (`ctx.decline`), the fast path."""
 from __future__ import annotations
 
 import numpy as np
@@ -97,13 +97,55 @@ def _import_window(kind: str):
     return rule
 
 
+def _import_nms(ctx, node):
+    """NonMaxSuppression: [B, N, 4] boxes, [B, C, N] scores and the optional limit and
+    thresholds, as many (batch, class, box) triples as survive: a data size."""
+    ins = list(node.inputs[:5]) + [""] * (5 - len(node.inputs[:5]))
+    boxes, scores = ctx.type(ins[0]), ctx.type(ins[1])
+    if len(boxes.shape) != 3 or len(scores.shape) != 3:
+        ctx.unsupported(f"NonMaxSuppression of boxes {[str(d) for d in boxes.shape]} and scores "
+                        f"{[str(d) for d in scores.shape]} ([B, N, 4] and [B, C, N])")
+    if not (boxes.dtype.is_float and scores.dtype.is_float):
+        ctx.unsupported("NonMaxSuppression of non-float boxes or scores")
+    center = int(node.attr("center_point_box", 0))
+    if center not in (0, 1):
+        ctx.unsupported(f"NonMaxSuppression center_point_box {center} (0 or 1)")
+    return [ctx.emit("sized_from_data", [i or None for i in ins], kind="NonMaxSuppression",
+                     dims=((ctx.data_dim(), 3),), axis=center)]
+
+
+def _import_affine_grid(ctx, node):
+    theta, size = node.inputs[0], node.inputs[1]
+    t = ctx.type(theta)
+    if len(t.shape) != 3 or t.shape[1:] not in ((2, 3), (3, 4)) or not t.dtype.is_float:
+        ctx.unsupported(f"AffineGrid of theta {[str(d) for d in t.shape]} ({t.dtype.name.lower()}"
+                        f"; a float [N, 2, 3] or [N, 3, 4])")
+    k = t.shape[1]
+    if _length(ctx, size, "the AffineGrid size") != k + 2:
+        ctx.unsupported(f"AffineGrid size of length {_length(ctx, size, '')} for theta "
+                        f"{[str(d) for d in t.shape]}")
+    known = _known(ctx, size)
+    spatial = tuple(known[2:]) if known is not None else tuple(ctx.data_dim() for _ in range(k))
+    return [ctx.emit("sized_from_data", [theta, size], kind="AffineGrid",
+                     dims=((t.shape[0], *spatial, k),),
+                     periodic=bool(node.attr("align_corners", 0)))]
+
+
 def _export(ctx, node):
     p = node.params
     kind = p["kind"]
-    ins = [ctx.name_of(i) for i in node.inputs if i is not None]
+    ins = [ctx.name_of(i) if i is not None else "" for i in node.inputs]
     attrs = {}
+    while ins and not ins[-1]:
+        ins.pop()
     if kind == "OneHot":
         attrs["axis"] = int(p["axis"])
+    elif kind == "NonMaxSuppression":
+        attrs["center_point_box"] = int(p["axis"] == 1)
+    elif kind == "AffineGrid":
+        if ctx.opset < 20:
+            ctx.unsupported(node, f"AffineGrid needs opset 20 (exporting at {ctx.opset})")
+        attrs["align_corners"] = int(bool(p["periodic"]))
     elif kind == "CenterCropPad":
         if ctx.opset < 18:
             ctx.unsupported(node, f"CenterCropPad needs opset 18 (exporting at {ctx.opset})")
@@ -118,4 +160,5 @@ def _export(ctx, node):
 
 SPEC = OnnxSpec(export=_export, imports={
     "Tile": _import_tile, "OneHot": _import_one_hot, "CenterCropPad": _import_center_crop_pad,
+    "NonMaxSuppression": _import_nms, "AffineGrid": _import_affine_grid,
     **{kind: _import_window(kind) for kind in WINDOWS}})
