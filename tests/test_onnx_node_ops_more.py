@@ -182,3 +182,21 @@ def test_affine_grid_size_fed_at_run_time(align_corners):
     theta = rng.standard_normal((2, 2, 3)).astype(np.float32)
     _check(m, [{"t": theta, "s": np.array([2, 3, 4, 5], np.int64)},
                {"t": theta, "s": np.array([2, 1, 3, 2], np.int64)}])
+
+
+@pytest.mark.parametrize("attrs", [dict(direction="bidirectional", activations=["Relu", "Tanh"]),
+                                   dict(direction="reverse", clip=0.5),
+                                   dict(activations=["Sigmoid"])])  # layout 1: node tests
+def test_simple_rnn(attrs):
+    """ONNX's RNN with a bias and an initial state, unrolled over 4 steps."""
+    d = 2 if attrs.get("direction") == "bidirectional" else 1
+    layout = attrs.get("layout", 0)
+    xs, hs = ([3, 4, 2], [3, d, 5]) if layout else ([4, 3, 2], [d, 3, 5])
+    m = _model(h.make_node("RNN", ["x", "w", "r", "b", "", "h0"], ["y", "yh"], hidden_size=5,
+                           **attrs),
+               [("x", F, xs), ("w", F, [d, 5, 2]), ("r", F, [d, 5, 5]), ("b", F, [d, 10]),
+                ("h0", F, hs)])
+    feeds = {"x": rng.standard_normal(xs), "w": rng.standard_normal((d, 5, 2)),
+             "r": rng.standard_normal((d, 5, 5)) * 0.5, "b": rng.standard_normal((d, 10)),
+             "h0": rng.standard_normal(hs)}
+    _check(m, [{k: v.astype(np.float32) for k, v in feeds.items()}], rtol=1e-4, atol=1e-5)

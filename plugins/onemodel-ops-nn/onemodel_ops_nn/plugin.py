@@ -18,6 +18,7 @@ from .torch_names import TORCH
 
 from .onnx_activation_more import ONNX as _ACTIVATION_MORE_ONNX
 from .onnx_compositions import RIDERS as _COMPOSITIONS
+from .onnx_rnn_simple import RIDERS as _RNN_SIMPLE
 from .onnx_pool_indices import with_indices as _with_indices
 from .onnx_mapping import ONNX as _ONNX
 from .onnx_mapping_more import ONNX as _ONNX_MORE
@@ -38,7 +39,7 @@ def _ride(op: str, rules: dict) -> None:
 _ride("conv2d", _QUANTIZED_CONV_IMPORTS)  # ConvInteger, QLinearConv
 _ride("nll_loss", _LOSS_IMPORTS)  # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 ONNX["nll_loss"] = attrs.evolve(ONNX["nll_loss"], export=_export_nll)
-for _op, _rules in _COMPOSITIONS.items():  # LpPool, LRN
+for _op, _rules in (*_COMPOSITIONS.items(), *_RNN_SIMPLE.items()):  # LpPool, LRN, RNN
     _ride(_op, _rules)
 _ride("max_pool2d", {"MaxPool": _with_indices(ONNX["max_pool2d"].imports["MaxPool"])})
 
