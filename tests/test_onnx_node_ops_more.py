@@ -200,3 +200,22 @@ def test_simple_rnn(attrs):
              "r": rng.standard_normal((d, 5, 5)) * 0.5, "b": rng.standard_normal((d, 10)),
              "h0": rng.standard_normal(hs)}
     _check(m, [{k: v.astype(np.float32) for k, v in feeds.items()}], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter_against_onnx_reference(mode):
+    """A KV-cache write at per-batch indices (opset 24: checked against onnx's reference
+    evaluator); the circular one wraps past the cache's end."""
+    from onnx.reference import ReferenceEvaluator
+
+    m = _model(h.make_node("TensorScatter", ["c", "u", "w"], ["y"], mode=mode, axis=2),
+               [("c", F, [2, 3, 6, 4]), ("u", F, [2, 3, 3, 4]), ("w", I64, [2])], opset=24)
+    graph = from_onnx(m)
+    feeds = {"c": rng.standard_normal((2, 3, 6, 4)).astype(np.float32),
+             "u": rng.standard_normal((2, 3, 3, 4)).astype(np.float32),
+             "w": np.array([1, 3] if mode == "linear" else [5, 2], np.int64)}
+    (want,) = ReferenceEvaluator(m).run(None, feeds)
+    for backend in om.backends():
+        with om.Session(graph, backend=backend) as sess:
+            np.testing.assert_array_equal(sess.run(feeds)[graph.outputs[0][0]].numpy(), want,
+                                          err_msg=backend)

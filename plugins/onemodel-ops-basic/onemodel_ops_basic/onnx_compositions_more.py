@@ -1,6 +1,7 @@
 """More ONNX op types imported as a few standard ops: ReverseSequence (a gather along the time
-axis with each batch entry's first ``sequence_lens`` positions reversed). plugin.py attaches
-each to the record of the op at its heart."""
+axis with each batch entry's first ``sequence_lens`` positions reversed) and TensorScatter (a
+KV-cache write: a scatter along the sequence axis at each batch entry's write index). plugin.py
+attaches each to the record of the op at its heart."""
 from __future__ import annotations
 
 import numpy as np
@@ -35,7 +36,42 @@ def import_reverse_sequence(ctx, node):
     return [ctx.emit("gather", [x, idx], axis=t_axis)]
 
 
+def import_tensor_scatter(ctx, node):
+    """present[b, ..., (w[b] + s) (mod the cache length, mode circular), ...] = update[b, ..., s,
+    ...]: the positions as an index tensor of the update's shape, then ``scatter``."""
+    past, update = node.inputs[0], node.inputs[1]
+    write = node.input(2)
+    shape, ushape = ctx.type(past).shape, ctx.type(update).shape
+    rank = len(shape)
+    axis = int(node.attr("axis", -2))
+    mode = node.attr("mode", "linear")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode not in ("linear", "circular"):
+        ctx.unsupported(f"TensorScatter mode {mode!r}")
+    if not -rank <= axis < rank or axis % rank == 0 or len(ushape) != rank:
+        ctx.unsupported(f"TensorScatter axis {axis} of a rank-{rank} cache (the batch axis 0 "
+                        f"comes first)")
+    axis %= rank
+    u, m = ushape[axis], shape[axis]
+    if isinstance(u, Dim) or (mode == "circular" and isinstance(m, Dim)):
+        ctx.unsupported(f"TensorScatter of a symbolic sequence length ({u} into {m})")
+    where_s = [1] * rank
+    where_s[axis] = u
+    pos = np.arange(u, dtype=np.int64).reshape(where_s)
+    if write:
+        w = write if ctx.type(write).dtype == DType.I64 else \
+            ctx.emit("cast", [write], dtype=DType.I64)
+        where_b = [1] * rank
+        where_b[0] = shape[0]
+        pos = ctx.emit("add", [ctx.emit("reshape", [w], shape=tuple(where_b)), pos])
+    if mode == "circular":
+        pos = ctx.emit("remainder", [pos, np.array(m, np.int64)])
+    idx = ctx.emit("expand", [pos], shape=tuple(ushape))
+    return [ctx.emit("scatter", [past, idx, update], axis=axis)]
+
+
 #: op name -> the ONNX op types its record also claims
 RIDERS = {
     "gather": {"ReverseSequence": import_reverse_sequence},
+    "scatter": {"TensorScatter": import_tensor_scatter},
 }
