@@ -219,3 +219,19 @@ def test_tensor_scatter_against_onnx_reference(mode):
         with om.Session(graph, backend=backend) as sess:
             np.testing.assert_array_equal(sess.run(feeds)[graph.outputs[0][0]].numpy(), want,
                                           err_msg=backend)
+
+
+@pytest.mark.parametrize("attrs", [dict(), dict(pads=[0, 1, 1, 0], strides=[2, 1]),
+                                   dict(dilations=[2, 1])])
+def test_col2im_shapes_fed_at_run_time(attrs):
+    m = _model(h.make_node("Col2Im", ["x", "img", "blk"], ["y"], **attrs),
+               [("x", F, [2, 12, "l"]), ("img", I64, [2]), ("blk", I64, [2])])
+    s, p, d = attrs.get("strides", [1, 1]), attrs.get("pads", [0] * 4), attrs.get("dilations",
+                                                                                   [1, 1])
+    feeds = []
+    for img in ([4, 5], [6, 4]):
+        cols = [(img[i] + p[i] + p[i + 2] - d[i] * ([2, 3][i] - 1) - 1) // s[i] + 1
+                for i in range(2)]
+        feeds.append({"x": rng.standard_normal((2, 12, cols[0] * cols[1])).astype(np.float32),
+                      "img": np.array(img, np.int64), "blk": np.array([2, 3], np.int64)})
+    _check(m, feeds)

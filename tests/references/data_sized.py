@@ -13,6 +13,10 @@ def _sized_from_data(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis
     attrs = {}
     if kind == "OneHot":
         attrs["axis"] = axis
+    elif kind == "Col2Im":
+        for name, v in zip(("dilations", "pads", "strides"), axes or (None, None, None)):
+            if v is not None:
+                attrs[name] = list(v)
     elif kind == "AffineGrid":
         attrs["align_corners"] = int(periodic)
     elif kind == "NonMaxSuppression":

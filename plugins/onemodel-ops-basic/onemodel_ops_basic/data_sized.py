@@ -1,7 +1,8 @@
 """``sized_from_data``: ONNX ops whose output sizes are the *values* of an input read at run time
 and that ``shape_from_data``'s kinds do not cover: Tile (repeats), OneHot (depth), CenterCropPad
 (the target shape), the Hann / Hamming / Blackman windows (the window size) and
-NonMaxSuppression (as many index triples as boxes survive) and AffineGrid (the image size).
+NonMaxSuppression (as many index triples as boxes survive), AffineGrid and Col2Im (the image
+and block sizes).
 
 Why an op apart from the ops with static params (``tile``, ``one_hot``): those keep PyTorch's
 signatures and params that passes specialise on; these forms follow ONNX's rules for the data
@@ -18,7 +19,7 @@ from onemodel.registry import OpDef, Param, Sample
 from ._common import Dim, DType, OpError, TensorType
 
 KINDS = ("Tile", "OneHot", "CenterCropPad", "HannWindow", "HammingWindow", "BlackmanWindow",
-         "NonMaxSuppression", "AffineGrid")
+         "NonMaxSuppression", "AffineGrid", "Col2Im")
 WINDOWS = ("HannWindow", "HammingWindow", "BlackmanWindow")
 
 
@@ -169,7 +170,37 @@ def _affine_grid(theta, size, align_corners):
     return grid.reshape([dims[0], *dims[2:], k]).astype(theta.dtype)
 
 
+def _col2im(x, image_shape, block_shape, window):
+    """ONNX Col2Im (torch's fold): column ``l`` of x holds, for each channel, one block of the
+    (padded) image at sliding position l; overlapping blocks add up, then the pads are cut."""
+    img, blk = _ints(image_shape, "Col2Im image_shape"), _ints(block_shape, "Col2Im block_shape")
+    k = len(img)
+    dil, pads, st = window
+    dil, st = list(dil or [1] * k), list(st or [1] * k)
+    pads = list(pads or [0] * (2 * k))
+    size = int(np.prod(blk))
+    if len(blk) != k or x.ndim != 3 or size < 1 or x.shape[1] % size:
+        raise OpError(f"ops.sized_from_data: Col2Im input {list(x.shape)} with image_shape "
+                      f"{img} and block_shape {blk}: [N, C * prod(block_shape), L] expected")
+    padded = [img[i] + pads[i] + pads[i + k] for i in range(k)]
+    counts = [(padded[i] - dil[i] * (blk[i] - 1) - 1) // st[i] + 1 for i in range(k)]
+    if any(v < 1 for v in counts) or int(np.prod(counts)) != x.shape[2]:
+        raise OpError(f"ops.sized_from_data: Col2Im input has {x.shape[2]} columns, the image "
+                      f"and window give {counts}")
+    n, c = x.shape[0], x.shape[1] // size
+    out = np.zeros([n, c, *padded], x.dtype)
+    cols = x.reshape(n, c, *blk, *counts)
+    every = (slice(None), slice(None))
+    for at in np.ndindex(*blk):
+        dst = tuple(slice(at[i] * dil[i], at[i] * dil[i] + st[i] * (counts[i] - 1) + 1, st[i])
+                    for i in range(k))
+        out[every + dst] += cols[every + at]
+    return out[every + tuple(slice(pads[i], pads[i] + img[i]) for i in range(k))]
+
+
 def _compute(kind, x, a, b, c, d, axis, axes, periodic, dtype):
+    if kind == "Col2Im":
+        return _col2im(x, a, b, axes)
     if kind == "AffineGrid":
         return _affine_grid(x, a, periodic)
     if kind == "NonMaxSuppression":
@@ -204,6 +235,8 @@ def _infer(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=-1, axes=
             raise OpError(f"ops.sized_from_data: dims holds {v!r}, not a size")
     if x is None:
         raise OpError(f"ops.sized_from_data: {kind} needs its first input")
+    if kind == "Col2Im" and (b is None or not b.dtype.is_int):
+        raise OpError("ops.sized_from_data: Col2Im needs integer image_shape and block_shape")
     if kind == "AffineGrid" and not x.dtype.is_float:
         raise OpError("ops.sized_from_data: AffineGrid needs a float theta")
     if kind == "NonMaxSuppression":
@@ -253,6 +286,10 @@ def _samples(rng):
                        np.array([0.0], np.float32)),
                  params={"kind": "NonMaxSuppression", "dims": ((2, 3),), "axis": 1},
                  grad=False, name="non_max_suppression_center_no_score_floor")
+    yield Sample(args=(r((2, 12, 8)), np.array([4, 5], i64), np.array([2, 3], i64)),
+                 params={"kind": "Col2Im", "dims": ((2, 2, 4, 5),),
+                         "axes": ((1, 1), (0, 1, 1, 0), (2, 1))}, grad=False,
+                 name="col2im_pads_strides")
     for align in (False, True):
         yield Sample(args=(r((2, 2, 3)), np.array([2, 3, 4, 5], i64)),
                      params={"kind": "AffineGrid", "dims": ((2, 4, 5, 2),), "periodic": align},
@@ -276,7 +313,8 @@ sized_from_data = OpDef(
             "axis": Param(kind="int", default=-1,
                           doc="OneHot's axis; NonMaxSuppression's center_point_box"),
             "axes": Param(kind="any", default=None, optional=True,
-                          doc="CenterCropPad's axes (None: every axis)"),
+                          doc="CenterCropPad's axes (None: every axis); Col2Im's (dilations, "
+                              "pads, strides)"),
             "periodic": Param(kind="bool", default=True,
                               doc="a window's periodic; AffineGrid's align_corners"),
             "dtype": Param(kind="dtype", default=None, optional=True,
@@ -285,7 +323,7 @@ sized_from_data = OpDef(
     vjp=None,  # only ONNX import makes it; sizes read from data are not differentiable
     samples=_samples,
     doc="An ONNX op (kind: Tile, OneHot, CenterCropPad, a window, NonMaxSuppression, "
-        "AffineGrid) whose output sizes are values "
+        "AffineGrid, Col2Im) whose output sizes are values "
         "of an input read at run time; dims declares the output shape.",
 )
 

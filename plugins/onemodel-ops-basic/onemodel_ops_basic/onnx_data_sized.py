@@ -1,6 +1,6 @@
 """ONNX mapping of ``sized_from_data`` (data_sized.py): Tile with repeats, OneHot with a depth
 (any axis, any on / off values), CenterCropPad with a target shape, the Hann / Hamming /
-Blackman windows with a size, NonMaxSuppression and AffineGrid. Each output size the import can compute
+Blackman windows with a size, NonMaxSuppression, AffineGrid and Col2Im. Each output size the import can compute
 (a constant or a size of an input axis) is kept; every other is a data size
 (``ctx.data_dim()``) bound when the node runs. A Tile whose repeats are known is left to ``tile`` (`ctx.decline`), the fast path."""
 from __future__ import annotations
@@ -131,6 +131,25 @@ def _import_affine_grid(ctx, node):
                      periodic=bool(node.attr("align_corners", 0)))]
 
 
+def _import_col2im(ctx, node):
+    x, image, block = node.inputs[0], node.inputs[1], node.inputs[2]
+    shape = ctx.type(x).shape
+    k = _length(ctx, image, "the Col2Im image_shape")
+    if len(shape) != 3 or _length(ctx, block, "the Col2Im block_shape") != k:
+        ctx.unsupported(f"Col2Im of an input {[str(d) for d in shape]} ([N, C * prod(block), L]) "
+                        f"with image_shape and block_shape of one length")
+    window = tuple(None if node.attr(a) is None else tuple(int(v) for v in node.attr(a))
+                   for a in ("dilations", "pads", "strides"))
+    known, blocks = _known(ctx, image), _known(ctx, block)
+    spatial = tuple(known) if known is not None else tuple(ctx.data_dim() for _ in range(k))
+    c = ctx.data_dim()
+    if blocks is not None and all(isinstance(v, int) for v in blocks) and \
+            isinstance(shape[1], int):
+        c = shape[1] // int(np.prod(blocks))
+    return [ctx.emit("sized_from_data", [x, image, block], kind="Col2Im",
+                     dims=((shape[0], c, *spatial),), axes=window)]
+
+
 def _export(ctx, node):
     p = node.params
     kind = p["kind"]
@@ -146,6 +165,12 @@ def _export(ctx, node):
         if ctx.opset < 20:
             ctx.unsupported(node, f"AffineGrid needs opset 20 (exporting at {ctx.opset})")
         attrs["align_corners"] = int(bool(p["periodic"]))
+    elif kind == "Col2Im":
+        if ctx.opset < 18:
+            ctx.unsupported(node, f"Col2Im needs opset 18 (exporting at {ctx.opset})")
+        for name, v in zip(("dilations", "pads", "strides"), p["axes"] or (None,) * 3):
+            if v is not None:
+                attrs[name] = [int(e) for e in v]
     elif kind == "CenterCropPad":
         if ctx.opset < 18:
             ctx.unsupported(node, f"CenterCropPad needs opset 18 (exporting at {ctx.opset})")
@@ -161,4 +186,5 @@ def _export(ctx, node):
 SPEC = OnnxSpec(export=_export, imports={
     "Tile": _import_tile, "OneHot": _import_one_hot, "CenterCropPad": _import_center_crop_pad,
     "NonMaxSuppression": _import_nms, "AffineGrid": _import_affine_grid,
+    "Col2Im": _import_col2im,
     **{kind: _import_window(kind) for kind in WINDOWS}})
