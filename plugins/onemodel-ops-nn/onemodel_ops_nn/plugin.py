@@ -23,6 +23,9 @@ from .onnx_causal_conv import IMPORTS as _CAUSAL_CONV_IMPORTS
 from .onnx_linear_attention import IMPORTS as _LINEAR_ATTENTION_IMPORTS
 from .onnx_rotary import ROTARY_IMPORTS as _ROTARY_IMPORTS
 from .onnx_rotary import SWIGLU_IMPORTS as _SWIGLU_IMPORTS
+from .onnx_compositions import RIDERS as _COMPOSITIONS
+from .onnx_rnn_simple import RIDERS as _RNN_SIMPLE
+from .onnx_pool_indices import with_indices as _with_indices
 from .onnx_mapping import ONNX as _ONNX
 from .onnx_mapping_more import ONNX as _ONNX_MORE
 from .onnx_losses import IMPORTS as _LOSS_IMPORTS
@@ -45,6 +48,9 @@ _ride("glu", _SWIGLU_IMPORTS)  # SwiGLU
 _ride("conv1d", _CAUSAL_CONV_IMPORTS)  # CausalConvWithState
 _ride("nll_loss", _LOSS_IMPORTS)  # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 ONNX["nll_loss"] = attrs.evolve(ONNX["nll_loss"], export=_export_nll)
+for _op, _rules in (*_COMPOSITIONS.items(), *_RNN_SIMPLE.items()):  # LpPool, LRN, RNN
+    _ride(_op, _rules)
+_ride("max_pool2d", {"MaxPool": _with_indices(ONNX["max_pool2d"].imports["MaxPool"])})
 
 
 def all_ops():
