@@ -44,7 +44,8 @@ class TimedChoice:
             raise ValueError(f"TimedChoice needs at least one candidate, got {k}")
         self.k = k
         self.start = start % k
-        self.times = [collections.deque(maxlen=WINDOW) for _ in range(k)]
+        self.times: list[collections.deque[float]] = [collections.deque(maxlen=WINDOW)
+                                                      for _ in range(k)]
         self.count = 0
         #: the candidate most runs take now (the baseline until the warm-up is over)
         self.choice = 0

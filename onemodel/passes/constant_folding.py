@@ -30,7 +30,7 @@ def fold_constants(graph: Graph) -> Graph:
             and all(a is not None for i, a in zip(node.inputs, arrays) if i is not None)
             and not params_symbolic(node)
             and fold_fits([graph.values[o].type for o in node.outputs]))
-        if foldable:
+        if foldable and op is not None:
             try:
                 results = check_outputs(op.kernel(*arrays, **dict(node.params)),
                                         [graph.values[o].type for o in node.outputs], op.name,

@@ -1,8 +1,9 @@
 """ONNX mapping of ``sized_from_data`` (data_sized.py): Tile with repeats, OneHot with a depth
 (any axis, any on / off values), CenterCropPad with a target shape, the Hann / Hamming /
-Blackman windows with a size, NonMaxSuppression, AffineGrid and Col2Im. Each output size the import can compute
-(a constant or a size of an input axis) is kept; every other is a data size
-(``ctx.data_dim()``) bound when the node runs. A Tile whose repeats are known is left to ``tile`` (`ctx.decline`), the fast path."""
+Blackman windows with a size, NonMaxSuppression, AffineGrid and Col2Im. Each output size the
+import can compute (a constant or a size of an input axis) is kept; every other is a data size
+(``ctx.data_dim()``) bound when the node runs. A Tile whose repeats are known is left to
+``tile`` (`ctx.decline`), the fast path."""
 from __future__ import annotations
 
 import numpy as np
