@@ -195,6 +195,18 @@ def test_add_import_rules_refuses_a_second_rule_for_an_op_type():
         onnx_api.add_import_rules(mappings, "api_test_scale", {"ApiTestScale": _import_scale})
 
 
+def test_add_import_rules_replaces_only_a_rule_that_is_there():
+    def wrapped(ctx, node):
+        return _import_scale(ctx, node)
+
+    mappings = {"api_test_scale": OnnxSpec(imports={"ApiTestScale": _import_scale})}
+    onnx_api.add_import_rules(mappings, "api_test_scale", {"ApiTestScale": wrapped}, replace=True)
+    assert mappings["api_test_scale"].imports["ApiTestScale"] is wrapped
+    with pytest.raises(onnx_api.OnnxMappingError, match=r"no import rule for ApiTestScale9"):
+        onnx_api.add_import_rules(mappings, "api_test_scale", {"ApiTestScale9": wrapped},
+                                  replace=True)
+
+
 def test_the_shipped_plugins_import_nothing_private_from_onemodel_formats():
     import pathlib
     import re

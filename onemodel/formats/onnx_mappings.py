@@ -48,13 +48,20 @@ def attach_onnx(ops: Iterable[OpDef], mappings: Mapping[str, OnnxSpec], *,
                  for op in ops)
 
 
-def add_import_rules(mappings: dict[str, OnnxSpec], op: str, rules: Mapping) -> None:
+def add_import_rules(mappings: dict[str, OnnxSpec], op: str, rules: Mapping,
+                     replace: bool = False) -> None:
     """Add ONNX import rules to ``mappings[op]`` (created when absent), for rules that compose
     several ops and ride on the record of the op at their heart; `attach_onnx` then checks that
-    ``op`` exists. A rule for an ONNX op type the spec already claims is refused."""
+    ``op`` exists. A rule for an ONNX op type the spec already claims is refused, unless
+    ``replace`` says the new rule takes its place (one that wraps it, say, to add an output)."""
     spec = mappings.get(op) or OnnxSpec()
     clash = sorted(set(spec.imports or {}) & set(rules))
-    if clash:
+    if replace:
+        missing = sorted(set(rules) - set(spec.imports or {}))
+        if missing:
+            raise OnnxMappingError(f"op {op!r}: replace=True, but there is no import rule for "
+                                   f"{', '.join(missing)} to replace")
+    elif clash:
         raise OnnxMappingError(f"op {op!r}: import rule(s) for {', '.join(clash)} given twice")
     mappings[op] = attrs.evolve(spec, imports={**(spec.imports or {}), **rules})
 

@@ -82,7 +82,7 @@ def _import_center_crop_pad(ctx, node):
 
 def _import_window(kind: str):
     def rule(ctx, node):
-        from onemodel.formats.onnx_import import ONNX_TO_DTYPE
+        from onemodel.formats.onnx_api import ONNX_TO_DTYPE
 
         size = node.inputs[0]
         if not ctx.type(size).dtype.is_int:

@@ -21,7 +21,7 @@ def _float(ctx, node, x):
 def import_lp_pool(ctx, node):
     """(sum over each window of |x|^p)^(1/p): an AveragePool of |x|^p with the padding counted
     (zeros), times the window's size. The AveragePool rule reads the same attributes."""
-    from onemodel.formats.onnx_import import OnnxNode
+    from onemodel.formats.onnx_api import OnnxNode
 
     from .onnx_mapping import _import_pool
 

@@ -50,7 +50,9 @@ _ride("nll_loss", _LOSS_IMPORTS)  # NegativeLogLikelihoodLoss, SoftmaxCrossEntro
 ONNX["nll_loss"] = attrs.evolve(ONNX["nll_loss"], export=_export_nll)
 for _op, _rules in (*_COMPOSITIONS.items(), *_RNN_SIMPLE.items()):  # LpPool, LRN, RNN
     _ride(_op, _rules)
-_ride("max_pool2d", {"MaxPool": _with_indices(ONNX["max_pool2d"].imports["MaxPool"])})
+# MaxPool's Indices output: the pool rule, wrapped
+add_import_rules(ONNX, "max_pool2d", {"MaxPool": _with_indices(ONNX["max_pool2d"].imports["MaxPool"])},
+                 replace=True)
 
 
 def all_ops():
