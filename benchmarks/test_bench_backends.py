@@ -45,6 +45,10 @@ THREADS = 2
 #: after eager and numpy have given that core back
 MODES = ["ort2", "ort1", "ov1", "torch", "eager", "numpy", "compiled", "threaded"]
 PARAMS = [(m, b, mode) for m, b in CASES for mode in MODES]
+#: the engines that run the exported ONNX file: mode -> (name, version, runner, threads)
+PEERS = {"ort1": ("onnxruntime", onnxruntime_version, ort_runner, 1),
+         "ort2": ("onnxruntime", onnxruntime_version, ort_runner, 2),
+         "ov1": ("openvino", openvino_version, openvino_runner, 1)}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -115,33 +119,21 @@ def test_backend(benchmark, name, batch, mode, tmp_path_factory):
             benchmark.extra_info["chosen"] = plan.chosen
         assert result["output"].shape[0] == batch
         return
-    if mode in ("ort1", "ort2"):
-        version = onnxruntime_version()
+    if mode in PEERS:
+        engine, version_of, runner, threads = PEERS[mode]
+        version = version_of()
         if version is None:
-            pytest.skip("onnxruntime is not installed")
+            pytest.skip(f"{engine} is not installed (make bench installs it)")
         path, why = _onnx_path(name, traced, tmp_path_factory)
         if path is None:
             pytest.skip(f"export failed: {why}")
-        call = ort_runner(path, int(mode[-1]), feeds)
+        call = runner(path, threads, feeds)
         for _ in range(10):
             call()
-        benchmark.extra_info["onnxruntime"] = version
+        benchmark.extra_info[engine] = version
         out = benchmark(call)
-        assert out[0].shape[0] == batch
-        return
-    if mode == "ov1":
-        version = openvino_version()
-        if version is None:
-            pytest.skip("openvino is not installed (make bench installs it)")
-        path, why = _onnx_path(name, traced, tmp_path_factory)
-        if path is None:
-            pytest.skip(f"export failed: {why}")
-        call = openvino_runner(path, 1, feeds)
-        for _ in range(10):
-            call()
-        benchmark.extra_info["openvino"] = version
-        out = benchmark(call)
-        assert next(iter(out.values())).shape[0] == batch
+        first = out[0] if isinstance(out, (list, tuple)) else next(iter(out.values()))
+        assert first.shape[0] == batch
         return
     torch = pytest.importorskip("torch", reason="torch is not installed (make bench installs it)")
     from torch_twins import graph_twin, layer_twin
