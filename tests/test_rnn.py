@@ -6,8 +6,8 @@ import pytest
 import onemodel as om
 from onemodel import DType, Tensor
 from onemodel.errors import ArgumentError, OneModelError, OpError
-from tests.references.rnn import gru as ref_gru
-from tests.references.rnn import lstm as ref_lstm
+from onemodel.testing.rnn_reference import gru as ref_gru
+from onemodel.testing.rnn_reference import lstm as ref_lstm
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402

@@ -16,7 +16,7 @@ from onemodel_backend_compiled.rules import RULES
 
 import onemodel as om
 from onemodel import Tensor
-from tests import session_models as models
+from onemodel.testing import models
 
 
 def _where_model():

@@ -1,7 +1,7 @@
 """Native lstm and gru (rnn_rules.py, csrc/om_rnn.h): om.nn.LSTM / GRU in every configuration,
 the ops with either GRU reset form, symbolic batch and sequence axes, and ONNX imports, against
 the numpy backend (the documented rtol=1e-4, atol=1e-5) and the textbook cell equations of
-tests/references/rnn.py (float64), on both kernel copies; the plan must hold no numpy step for
+onemodel/testing/rnn_reference.py (float64), on both kernel copies; the plan must hold no numpy step for
 them. Weights given at run time fall back, and the plan says why."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 import onemodel as om
 from onemodel import Tensor
-from tests.references.rnn import gru as ref_gru
-from tests.references.rnn import lstm as ref_lstm
+from onemodel.testing.rnn_reference import gru as ref_gru
+from onemodel.testing.rnn_reference import lstm as ref_lstm
 
 TOL = dict(rtol=1e-4, atol=1e-5)
 
