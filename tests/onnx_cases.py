@@ -17,11 +17,7 @@ import numpy as np
 from .project_plugins import is_project
 
 #: claimed cases that fail, with the reason (kept honest by xfail(strict=True))
-KNOWN_FAILURES: dict[str, str] = {
-    "test_swiglu_float16_expanded": "float16 Swish runs as float16 sigmoid then a float16 "
-                                    "product: one element is 2 ulp (1.7e-3 relative) from the "
-                                    "reference, which computes in float32 and rounds once",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 @dataclass

@@ -80,10 +80,16 @@ def iterate(self):
 # -- shape methods -------------------------------------------------------------------------------
 def view(self, *shape):
     """``x.view(2, -1)``: PyTorch's view is a reshape here (every result shares the data when
-    numpy can; `numpy()` is the way to see memory)."""
+    numpy can; `numpy()` is the way to see memory). ``x.view(dtype)`` reads the bytes as another
+    dtype: the ``bitcast`` method, where an installed op provides it."""
     if len(shape) == 1 and _is_dtype_like(shape[0]):
-        raise ArgumentError(f"Tensor.view({shape[0]!r}): reinterpreting the bytes as another "
-                            f"dtype is not supported; use x.to(dtype) to convert the values")
+        try:
+            bitcast = self.bitcast
+        except AttributeError:
+            raise ArgumentError(f"Tensor.view({shape[0]!r}): reinterpreting the bytes as "
+                                f"another dtype needs a `bitcast` op, and none is installed; "
+                                f"use x.to(dtype) to convert the values") from None
+        return bitcast(DType.parse(shape[0]))
     return self.reshape(*shape)
 
 

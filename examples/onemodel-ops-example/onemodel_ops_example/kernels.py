@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from onemodel.core import DType
 from onemodel.core.plan import OUT, PlanKernel
 from onemodel.registry import KernelDef
 
 
 def make_swish(params, input_types):
     beta = float(params.get("beta", 1.0))
-    if not input_types[0].dtype.is_float:
-        return None  # fall back to the eager kernel
+    if not input_types[0].dtype.is_float or input_types[0].dtype == DType.F16:
+        return None  # fall back to the eager kernel (float16 is computed there in float32)
 
     def swish(x, out):
         np.multiply(x, -0.5 * beta, out=out)  # sigmoid(z) = 0.5 * (1 + tanh(z / 2))

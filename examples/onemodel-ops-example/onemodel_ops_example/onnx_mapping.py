@@ -4,12 +4,14 @@
   its record's decomposition (``ctx.decompose``: ``Mul, ReduceMean, Add, Sqrt, Div``).
   ``RMSNormalization`` imports as onemodel-ops-nn's ``rms_norm`` (one import rule per ONNX op).
 * ``swish`` exports as ``Swish`` (opset 24+), else ``x * Sigmoid(beta * x)``; the package's pass
-  (``passes.py``) folds that pattern back into one ``swish`` node in optimised sessions.
+  (``passes.py``) folds that pattern back into one ``swish`` node in optimised sessions. A
+  float16 ``Swish`` imports as a float32 ``swish`` between casts (rounded once).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from onemodel.core import DType
 from onemodel.registry import OnnxSpec
 
 
@@ -40,7 +42,13 @@ def export_swish(ctx, node):
 
 
 def import_swish(ctx, node):
-    return [ctx.emit("swish", [node.inputs[0]], beta=float(node.attr("alpha", 1.0)))]
+    x, beta = node.inputs[0], float(node.attr("alpha", 1.0))
+    if ctx.type(x).dtype != DType.F16:
+        return [ctx.emit("swish", [x], beta=beta)]
+    # float16 is computed in float32 and rounded once, as onnx's expected outputs are: a session
+    # fusing float16 pointwise ops would otherwise round the sigmoid and the product apart
+    y = ctx.emit("swish", [ctx.emit("cast", [x], dtype=DType.F32)], beta=beta)
+    return [ctx.emit("cast", [y], dtype=DType.F16)]
 
 
 ONNX = {

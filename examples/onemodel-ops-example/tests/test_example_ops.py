@@ -131,3 +131,24 @@ def test_the_decomposition_matches_the_kernel():
     got = rec.decomposition(om.ops, x, w, eps=1e-6)
     np.testing.assert_allclose(got.numpy(), om.ops.rms_norm_last(x, w).numpy(), rtol=1e-5,
                                atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", [None, *(om.backends() if hasattr(om, "backends")
+                                            else ["numpy"])])
+def test_float16_is_computed_in_float32_and_rounded_once(backend):
+    """A float16 sigmoid then a float16 product rounds twice; ONNX's references (and torch's
+    half SiLU) compute in float32 and round once: every element within half a float16 ulp of
+    the exact value, give or take float32's error (1e-4 relative where 1 + tanh cancels)."""
+    x = np.linspace(-6, 6, 4001).astype(np.float16)
+    exact = reference_swish(x.astype(np.float64), 1.3)
+    if backend is None:
+        got = Tensor.from_numpy(x).swish(beta=1.3).numpy()
+    else:
+        traced = om.trace(lambda t: t.swish(beta=1.3), Tensor.from_numpy(x[:4]), "n")
+        with traced.create_session(backend=backend) as session:
+            got = session.run({"input": Tensor.from_numpy(x)})["output"].numpy()
+    assert got.dtype == np.float16
+    err = np.abs(got.astype(np.float64) - exact)
+    half_ulp = 0.5 * np.spacing(np.abs(got)).astype(np.float64)
+    bad = err > half_ulp * 1.001 + 1e-4 * np.abs(exact)
+    assert not bad.any(), (x[bad], got[bad], exact[bad])

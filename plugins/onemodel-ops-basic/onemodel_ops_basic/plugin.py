@@ -11,13 +11,14 @@ import attrs
 from onemodel.formats.onnx_api import add_import_rules, attach_onnx
 from onemodel.registry import hookimpl
 
-from . import (bitwise, control_flow, data_dependent, data_shaped, data_sized, det, division,
-               einsum, elementwise, elementwise_math, factory, factory_more, gather_nd, index,
+from . import (bitcast, bitwise, control_flow, data_dependent, data_shaped, data_sized, det,
+               division, einsum, elementwise, elementwise_math, factory, factory_more, gather_nd, index,
                index_more, linalg, linalg_more, logical, matmul_t, predicates, reduce,
                reduce_more, scan, scatter, scatter_nd, shape, shape_more, sort)
 from .passes import PASSES
 from .torch_names import TORCH
 
+from .onnx_bitcast import ONNX as _BITCAST_ONNX
 from .onnx_bitwise import ONNX as _BITWISE_ONNX
 from .onnx_control_flow import ONNX as _CONTROL_FLOW_ONNX
 from .onnx_data_sized import SPEC as _DATA_SIZED_ONNX
@@ -33,7 +34,7 @@ from .onnx_quantized import IMPORTS as _QUANTIZED_IMPORTS
 from .onnx_shape_more import SPEC as _SHAPE_MORE_ONNX
 
 ONNX = {**_BASE_ONNX, **_REDUCE_MORE_ONNX, **_SHAPE_MORE_ONNX, **_ELEMENTWISE_MORE_ONNX,
-        **_CONTROL_FLOW_ONNX, **_BITWISE_ONNX, **_SCATTER_ND_ONNX, **_DET_ONNX,
+        **_CONTROL_FLOW_ONNX, **_BITWISE_ONNX, **_SCATTER_ND_ONNX, **_DET_ONNX, **_BITCAST_ONNX,
         "sized_from_data": _DATA_SIZED_ONNX}
 
 
@@ -56,7 +57,7 @@ def all_ops():
            *reduce_more.OPS, *scan.OPS, *sort.OPS, *shape_more.OPS, *index_more.OPS,
            *factory_more.OPS, *linalg_more.OPS, *scatter.OPS, *einsum.OPS,
            *control_flow.OPS, *bitwise.OPS, *data_sized.OPS,
-           *scatter_nd.OPS, *det.OPS)
+           *scatter_nd.OPS, *det.OPS, *bitcast.OPS)
     ops = attach_onnx(ops, ONNX, plugin="onemodel-ops-basic")  # an unknown op name raises
     return tuple(attrs.evolve(op, torch=TORCH[op.name]) if op.name in TORCH else op for op in ops)
 

@@ -24,7 +24,7 @@ TORCH = {
     "index_put_mask": "Tensor.__setitem__", "index_select": "torch.index_select",
     "isclose": "torch.isclose", "isinf": "torch.isinf", "isnan": "torch.isnan",
     "less": "torch.lt", "less_equal": "torch.le", "linspace": "torch.linspace",
-    "bitwise_and": "torch.bitwise_and", "bitwise_or": "torch.bitwise_or",
+    "bitcast": "Tensor.view", "bitwise_and": "torch.bitwise_and", "bitwise_or": "torch.bitwise_or",
     "bitwise_xor": "torch.bitwise_xor", "bitwise_not": "torch.bitwise_not",
     "log": "torch.log", "log1p": "torch.log1p", "logical_and": "torch.logical_and",
     "logical_not": "torch.logical_not", "logical_or": "torch.logical_or",
