@@ -53,10 +53,16 @@ def _from_folder(model_dir: str):
     return model, sets
 
 
+def _key(n) -> str:
+    """A node's op type as the import's rules are keyed: ``"<domain>.<op type>"`` outside the
+    default domain."""
+    return n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
+
+
 def _op_types(graph) -> set:
     out = set()
     for n in graph.node:
-        out.add(n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}")
+        out.add(_key(n))
         for a in n.attribute:
             if a.g is not None and len(a.g.node):
                 out |= _op_types(a.g)
@@ -100,7 +106,7 @@ def base_op(case: Case) -> str:
     function body) the op of the single-node case its name extends."""
     g = case.model.graph
     if len(g.node) == 1:
-        return g.node[0].op_type
+        return _key(g.node[0])
     singles = _single_ops()
     name = case.name
     while name:
@@ -118,7 +124,7 @@ _SINGLES: dict | None = None
 def _single_ops() -> dict:
     global _SINGLES
     if _SINGLES is None:
-        _SINGLES = {c.name: c.model.graph.node[0].op_type for c in load_cases()
+        _SINGLES = {c.name: _key(c.model.graph.node[0]) for c in load_cases()
                     if len(c.model.graph.node) == 1}
     return _SINGLES
 

@@ -25,6 +25,13 @@ Attaching mappings
     `attach_onnx(ops, mappings, plugin=...)` in the ``onemodel_ops`` hook: a mapping for an op the
     plugin does not define raises `OnnxMappingError` naming both; `add_import_rules` adds rules
     that ride on another op's spec.
+Graph attributes
+    On import a ``GRAPH`` attribute arrives read, not converted; `inline_call(ctx, graph, args,
+    what)` converts it into the rule's context as a function of ``args`` and returns its
+    outputs' entries (FlexAttention's ``score_mod``).
+Other domains
+    An import rule keyed ``"<domain>.<op type>"`` (``"ai.onnx.preview.FlexAttention"``) takes
+    that domain's nodes; ``ctx.opset_of(domain)`` is the version the file imports.
 Building blocks
     `import_unary`, `import_binary`, `import_variadic`, `export_elementwise`, `export_chain`,
     `scalar_const`, `slice_bounds`, `dims_input`, `INT64_MAX`, `INT64_MIN`.
@@ -75,6 +82,14 @@ def tensor_array(proto, where: str = "tensor") -> np.ndarray:
     return _tensor_array(_onnx(), proto, where)
 
 
+def inline_call(ctx, graph, args: list, what: str) -> list:
+    """Convert a ``GRAPH`` attribute into ``ctx`` called on ``args`` (entries or ONNX names, one
+    per formal input); the entries of its outputs (see `onnx_subgraph.inline_call`)."""
+    from .onnx_subgraph import inline_call as _inline_call
+
+    return _inline_call(ctx, graph, args, what)
+
+
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
@@ -88,6 +103,6 @@ __all__ = ["ONNX_TO_DTYPE", "DTYPE_TO_ONNX", "OnnxDtypeError", "dtype_from_onnx"
            "onnx_type_name", "tensor_attribute", "tensor_array", "OnnxImportError",
            "OnnxUnsupportedError", "OnnxDeclined", "OnnxExportError", "OnnxMappingError",
            "OnnxSpec", "ImportContext", "ExportContext", "OnnxNode", "Const", "Sym", "Val",
-           "Entry", "attach_onnx", "add_import_rules", "INT64_MAX", "INT64_MIN", "dims_input",
+           "Entry", "attach_onnx", "add_import_rules", "inline_call", "INT64_MAX", "INT64_MIN", "dims_input",
            "export_chain", "export_elementwise", "import_binary", "import_unary",
            "import_variadic", "scalar_const", "slice_bounds"]

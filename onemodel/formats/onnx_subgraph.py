@@ -145,6 +145,57 @@ def inline(ctx, og: OnnxGraph) -> list:
     return [ctx.entry(o) for o in og.outputs]
 
 
+def inline_call(ctx, og: OnnxGraph, args: list, what: str) -> list:
+    """Convert ``og`` into ``ctx`` as a function called on ``args`` (entries bound to its formal
+    inputs, in order): the entries of its outputs. Its own names (inputs, initializers, node
+    outputs) are renamed to fresh ones, so a modifier graph (FlexAttention's ``score_mod``) may
+    reuse any name of the enclosing graph; the outer names it reads stay as they are."""
+    from .onnx_import.convert import import_nodes
+    from .onnx_import.entries import Const
+    from .onnx_import.errors import OnnxUnsupportedError, _onnx
+
+    if len(args) != len(og.inputs):
+        ctx.unsupported(f"{what} declares {len(og.inputs)} inputs; {ctx.current.op_type} gives "
+                        f"it {len(args)}")
+    nested = [n for n in og.nodes if graphs_of(n)]
+    if nested:
+        ctx.unsupported(f"{what} holds a {nested[0].op_type} node with a subgraph; nested "
+                        f"subgraphs are not supported there")
+    own = [name for name, _ in og.inputs] + list(og.initializers) + [
+        o for n in og.nodes for o in n.outputs if o]
+    k = 0
+    while True:
+        prefix = f"{what}{k}/"
+        k += 1
+        if not any(prefix + name in ctx.entries or prefix + name in ctx.values for name in own):
+            break
+    rename = {name: prefix + name for name in own}
+    onnx = _onnx()
+    protos = []
+    for p in og.proto.node:
+        q = onnx.NodeProto()
+        q.CopyFrom(p)
+        q.ClearField("input")
+        q.ClearField("output")
+        q.input.extend(rename.get(i, i) if i else i for i in p.input)
+        q.output.extend(rename.get(o, o) if o else o for o in p.output)
+        protos.append(q)
+    for name, arr in og.initializers.items():
+        ctx.entries[rename[name]] = Const(arr, rename[name])
+    for (name, _), arg in zip(og.inputs, args):
+        ctx.entries[rename[name]] = ctx.entry(arg)
+    consts = {k for k, e in ctx.entries.items() if isinstance(e, Const)}
+    saved = ctx.current
+    try:  # a refusal inside names the node holding the subgraph, then the node inside
+        import_nodes(onnx, ctx, protos, consts, lambda w: w)
+    except OnnxUnsupportedError as exc:
+        ctx.current = saved
+        ctx.unsupported(f"{what}: {exc}")
+    finally:
+        ctx.current = saved
+    return [ctx.entry(rename.get(o, o)) for o in og.outputs]
+
+
 def _where(ctx):
     label = getattr(ctx, "label", "<model>")
     return lambda what: f"{label}: {what}"
@@ -161,7 +212,7 @@ def import_subgraph(ctx, og: OnnxGraph, formal: list[TensorType], what: str):
     if len(formal) != len(og.inputs):
         ctx.unsupported(f"{what} declares {len(og.inputs)} inputs; {ctx.current.op_type} gives "
                         f"it {len(formal)}")
-    child = ImportContext(ctx.opset)
+    child = ImportContext(ctx.opset, ctx.opsets)
     child.label = getattr(ctx, "label", "<model>")
     child._symbols = ctx._symbols
     child.data_dim = ctx.data_dim  # data sizes are numbered across the whole model
@@ -264,5 +315,5 @@ def outer_shape(ctx, graph: Graph, shape) -> tuple:
                  for d in shape)
 
 
-__all__ = ["OnnxGraph", "read_graph", "inline", "import_subgraph", "with_inputs",
+__all__ = ["OnnxGraph", "read_graph", "inline", "inline_call", "import_subgraph", "with_inputs",
            "output_types", "outer_shape", "nested_nodes", "free_names", "sequence_input"]

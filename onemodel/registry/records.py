@@ -72,7 +72,8 @@ class VjpContext:
 @attrs.frozen(kw_only=True)
 class OnnxSpec:
     """How an op maps to ONNX: ``export(ctx, node)`` emits ONNX nodes; ``imports`` maps an ONNX
-    op type to a rule turning one ONNX node into OneModel nodes (see docs/onnx.md)."""
+    op type (``"Relu"``; ``"<domain>.<op type>"`` outside the default domain) to a rule turning
+    one ONNX node into OneModel nodes (see docs/onnx.md)."""
 
     export: Callable | None = None
     imports: Mapping[str, Callable] = attrs.field(factory=dict)

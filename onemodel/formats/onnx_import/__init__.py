@@ -21,6 +21,8 @@ The `ImportContext` ``ctx``:
 
 ``ctx.opset``
     The file's opset of the default domain (rules read attributes that moved to inputs by it).
+``ctx.opset_of(domain)``
+    The version the file imports of another domain (``"ai.onnx.preview"``), or None.
 ``ctx.emit(op, inputs, **params)``
     Append a OneModel node (inputs: ONNX names, entries, numpy arrays or None); types come from
     the op's inference. When every input is a constant (and no param is symbolic) the op's kernel

@@ -105,12 +105,14 @@ def _check_external(onnx, model, base_dir: str) -> None:
                                   f"length {length}) exceeds the file {loc!r} ({size} bytes)")
 
 
-def _check_arity(onnx, n, opset: int, where: str) -> None:
-    """Input and output counts against the ONNX schema (import rules index ``node.inputs``)."""
-    if n.domain not in ("", "ai.onnx"):
-        return
+def _check_arity(onnx, n, opset: int | None, where: str) -> None:
+    """Input and output counts against the ONNX schema of the node's domain at the version the
+    model imports (import rules index ``node.inputs``)."""
+    if opset is None:
+        return  # a domain the model does not import: nothing claims it, refused later
+    domain = "" if n.domain == "ai.onnx" else n.domain
     try:
-        schema = onnx.defs.get_schema(n.op_type, opset, "")
+        schema = onnx.defs.get_schema(n.op_type, opset, domain)
     except Exception:  # noqa: BLE001 - SchemaError: unknown here, reported as unsupported later
         return
     for what, names, lo, hi, formal in (("inputs", n.input, schema.min_input, schema.max_input,

@@ -27,8 +27,9 @@ from .node import OnnxNode
 class ImportContext:
     """What an import rule sees; see the module docstring."""
 
-    def __init__(self, opset: int):
+    def __init__(self, opset: int, opsets: dict[str, int] | None = None):
         self.opset = opset
+        self.opsets = {"": opset, **(opsets or {})}
         self.entries: dict[str, Entry] = {}
         self.inputs: list[Value] = []
         self.nodes: list[Node] = []
@@ -39,6 +40,10 @@ class ImportContext:
         self.current: OnnxNode | None = None
         self._symbols: dict[str, Dim] = {}
         self._data_sizes = 0
+
+    def opset_of(self, domain: str) -> int | None:
+        """The version of ``domain`` the model imports (None if it imports none)."""
+        return self.opsets.get("" if domain == "ai.onnx" else domain)
 
     # -- errors --------------------------------------------------------------------------------
     def unsupported(self, why: str):

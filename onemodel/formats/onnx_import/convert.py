@@ -18,7 +18,7 @@ from .decode import _attr_value, _tensor_array, _text
 from .entries import Const, Val
 from .errors import OnnxImportError, OnnxUnsupportedError, _onnx
 from .node import OnnxNode
-from .rules import apply_rules, candidates, claimed_rules, handled
+from .rules import apply_rules, candidates, claimed_rules, handled, op_key
 from .sizes import _try_symbolic
 
 
@@ -50,7 +50,7 @@ def _convert(model, label: str) -> Graph:
     onnx = _onnx()
     check_model(onnx, model, label)
     g = model.graph
-    ctx = ImportContext(_default_opset(model, label))
+    ctx = ImportContext(_default_opset(model, label), _opsets(model))
     ctx.label = label
 
     def where(what):
@@ -74,6 +74,13 @@ def _default_opset(model, label: str) -> int:
     if opset is None:
         raise OnnxImportError(f"{label}: the model imports no version of the default ONNX domain")
     return opset
+
+
+def _opsets(model) -> dict[str, int]:
+    """The version the model imports of each domain (the default one under ``""``), for rules of
+    other domains (``ctx.opset_of(domain)``)."""
+    return {("" if o.domain == "ai.onnx" else o.domain): int(o.version)
+            for o in model.opset_import}
 
 
 def _read_initializers(onnx, ctx: ImportContext, g, where) -> dict[str, np.ndarray]:
@@ -171,7 +178,7 @@ def decode_nodes(onnx, ctx: ImportContext, protos, where) -> list[OnnxNode]:
         for text in (n.op_type, n.domain, n.name, *n.input, *n.output):
             _text(text, where(label_n))
         label_n = f"node {k} ({n.op_type}{' ' + repr(n.name) if n.name else ''})"
-        _check_arity(onnx, n, ctx.opset, where(label_n))
+        _check_arity(onnx, n, ctx.opset_of(n.domain), where(label_n))
         attrs = {a.name: _attr_value(onnx, a, where(label_n)) for a in n.attribute}
         nodes.append(OnnxNode(n.op_type, list(n.input), list(n.output), attrs, n.name,
                               n.domain))
@@ -186,7 +193,7 @@ def _refuse_unclaimed(nodes, foldable: set, rules, where) -> None:
     unsupported: dict[str, int] = {}
     for n in nested_nodes(nodes, foldable):
         if not handled(n, rules):
-            key = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
+            key = op_key(n.domain, n.op_type)
             unsupported[key] = unsupported.get(key, 0) + 1
     if unsupported:
         listed = ", ".join(f"{k} ({v} node{'s' if v != 1 else ''})"

@@ -1,5 +1,10 @@
 """Rules: how an ONNX node finds its import rules (op records' ``OnnxSpec.imports``, the built-in
-ones) and how they are applied: in turn, until one converts the node or all refuse it."""
+ones) and how they are applied: in turn, until one converts the node or all refuse it.
+
+A rule is keyed by its op type for the default domain (``"Relu"``) and by ``"<domain>.<op type>"``
+for any other (``"ai.onnx.preview.FlexAttention"``; op types hold no dot, so the last one splits
+the key): the key a node's domain and op type give (`op_key`) is the one its rules are found by,
+and the one refusals name."""
 from __future__ import annotations
 
 from typing import Callable
@@ -14,8 +19,22 @@ from .sizes import SYMBOLIC_OPS
 Rules = dict[str, list[tuple[str, Callable]]]
 
 
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def op_key(domain: str, op_type: str) -> str:
+    """The key naming an op type of a domain: the op type alone for the default domain."""
+    return op_type if domain in DEFAULT_DOMAINS else f"{domain}.{op_type}"
+
+
+def _normal_key(key: str) -> str:
+    """A rule's key as `op_key` writes it (``"ai.onnx.Relu"`` is ``"Relu"``)."""
+    domain, _, op_type = key.rpartition(".")
+    return op_key(domain, op_type)
+
+
 def claimed_rules() -> Rules:
-    """ONNX op type -> [(op name, rule)] from every installed op record."""
+    """ONNX op key (`op_key`) -> [(op name, rule)] from every installed op record."""
     from ...registry import REGISTRY
 
     table: Rules = {}
@@ -23,27 +42,28 @@ def claimed_rules() -> Rules:
         if op.onnx is None:
             continue
         for op_type, rule in op.onnx.imports.items():
-            table.setdefault(op_type, []).append((name, rule))
+            table.setdefault(_normal_key(op_type), []).append((name, rule))
     return table
 
 
 def claimed_op_types() -> set[str]:
-    """Every ONNX op type the import handles (built-in rules and op records)."""
+    """Every ONNX op key (`op_key`) the import handles (built-in rules and op records)."""
     return set(BUILTIN_RULES) | set(claimed_rules())
 
 
 def handled(node: OnnxNode, rules: Rules) -> bool:
-    """Whether some rule or the size evaluator may take ``node`` (default domain only)."""
-    return node.domain in ("", "ai.onnx") and (node.op_type in BUILTIN_RULES
-                                               or node.op_type in rules
+    """Whether some rule or the size evaluator (default domain only) may take ``node``."""
+    if op_key(node.domain, node.op_type) in rules:
+        return True
+    return node.domain in DEFAULT_DOMAINS and (node.op_type in BUILTIN_RULES
                                                or node.op_type in SYMBOLIC_OPS)
 
 
 def candidates(node: OnnxNode, rules: Rules) -> list[tuple[str, Callable]]:
     """The rules to try for ``node``, in order: a built-in rule alone, else the op records'."""
-    if node.op_type in BUILTIN_RULES:
+    if node.domain in DEFAULT_DOMAINS and node.op_type in BUILTIN_RULES:
         return [("builtin", BUILTIN_RULES[node.op_type])]
-    return rules.get(node.op_type, [])
+    return rules.get(op_key(node.domain, node.op_type), [])
 
 
 def apply_rules(ctx: ImportContext, node: OnnxNode, cands, where):

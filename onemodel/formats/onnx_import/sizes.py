@@ -118,7 +118,7 @@ SYMBOLIC_OPS: dict[str, Callable] = {
 def _try_symbolic(ctx: ImportContext, node: OnnxNode):
     """Evaluate a shape-arithmetic node with at least one symbolic input, or return None."""
     fn = SYMBOLIC_OPS.get(node.op_type)
-    if fn is None:
+    if fn is None or node.domain not in ("", "ai.onnx"):
         return None
     entries = [ctx.entries.get(i) if i else None for i in node.inputs]
     if not any(isinstance(e, Sym) for e in entries):

@@ -20,6 +20,7 @@ from .torch_names import TORCH
 from .onnx_activation_more import ONNX as _ACTIVATION_MORE_ONNX
 from .onnx_attention import IMPORTS as _ATTENTION_IMPORTS
 from .onnx_causal_conv import IMPORTS as _CAUSAL_CONV_IMPORTS
+from .onnx_flex_attention import IMPORTS as _FLEX_ATTENTION_IMPORTS
 from .onnx_linear_attention import IMPORTS as _LINEAR_ATTENTION_IMPORTS
 from .onnx_rotary import ROTARY_IMPORTS as _ROTARY_IMPORTS
 from .onnx_rotary import SWIGLU_IMPORTS as _SWIGLU_IMPORTS
@@ -44,6 +45,7 @@ def _ride(op: str, rules: dict) -> None:
 _ride("conv2d", _QUANTIZED_CONV_IMPORTS)  # ConvInteger, QLinearConv
 _ride("scaled_dot_product_attention",  # Attention, RotaryEmbedding, LinearAttention
       {**_ATTENTION_IMPORTS, **_ROTARY_IMPORTS, **_LINEAR_ATTENTION_IMPORTS})
+_ride("scaled_dot_product_attention", _FLEX_ATTENTION_IMPORTS)  # ai.onnx.preview FlexAttention
 _ride("glu", _SWIGLU_IMPORTS)  # SwiGLU
 _ride("conv1d", _CAUSAL_CONV_IMPORTS)  # CausalConvWithState
 _ride("nll_loss", _LOSS_IMPORTS)  # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
