@@ -21,6 +21,12 @@ KNOWN_FAILURES: dict[str, str] = {
     "test_swiglu_float16_expanded": "float16 Swish runs as float16 sigmoid then a float16 "
                                     "product: one element is 2 ulp (1.7e-3 relative) from the "
                                     "reference, which computes in float32 and rounds once",
+    **dict.fromkeys(("test_dft_inverse", "test_dft_inverse_opset19"),
+                    "the expected output is numpy's single-precision FFT: where the exact "
+                    "inverse is 0 (bin 5's imaginary part) it holds 1.9e-7 of rounding noise, "
+                    "above the case's atol of 1e-7; the import's result (3e-15, a transform "
+                    "with float64 constants) is nearer the exact value, ONNX Runtime's is "
+                    "1.9e-5 off"),
 }
 
 

@@ -176,6 +176,14 @@ def _export(ctx, node):
         if ctx.opset < 18:
             ctx.unsupported(node, f"CenterCropPad needs opset 18 (exporting at {ctx.opset})")
         attrs["axes"] = [int(a) for a in p["axes"]] if p["axes"] is not None else None
+    elif kind == "STFT":
+        if ctx.opset < 17:
+            ctx.unsupported(node, f"STFT needs opset 17 (exporting at {ctx.opset})")
+        attrs["onesided"] = int(bool(p["periodic"]))
+    elif kind == "MelWeightMatrix":
+        if ctx.opset < 17:
+            ctx.unsupported(node, f"MelWeightMatrix needs opset 17 (exporting at {ctx.opset})")
+        attrs["output_datatype"] = ctx.onnx_dtype(p["dtype"] or DType.F32)
     elif kind in WINDOWS:
         if ctx.opset < 17:
             ctx.unsupported(node, f"{kind} needs opset 17 (exporting at {ctx.opset})")
