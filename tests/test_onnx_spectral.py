@@ -1,7 +1,8 @@
-"""ONNX import of DFT (issue 25): one einsum with a constant transform tensor, so every backend
-runs it. Each model runs on every backend against numpy's FFT and against ONNX Runtime (onnx's
-reference evaluator where ONNX Runtime refuses the node); an axis fed at run time (opset 20) is
-run at two values by one session."""
+"""ONNX import of DFT, STFT and MelWeightMatrix (issue 25): DFT as one einsum with a constant
+transform tensor, so every backend runs it (a one-sided DFT over an axis fed at run time, STFT
+and MelWeightMatrix as kinds of ``sized_from_data``). Each model runs on every backend against
+numpy's FFT and against ONNX Runtime (onnx's reference evaluator where ONNX Runtime refuses the
+node); a size fed at run time is run at two values by one session."""
 from __future__ import annotations
 
 import numpy as np
@@ -129,6 +130,29 @@ def test_dft_axis_fed_at_run_time(inverse):
     _check(m, feeds, [_np_dft(x, a % 4, inverse=bool(inverse)) for a in (1, 2, -4)])
 
 
+@pytest.mark.parametrize("inverse,onesided,channels", [(0, 1, 1), (0, 1, 2), (1, 1, 2)])
+def test_dft_one_sided_axis_fed_at_run_time(inverse, onesided, channels):
+    """The output shape depends on the axis value: sizes read at run time (sized_from_data)."""
+    m = _model(h.make_node("DFT", ["x", "", "axis"], ["y"], inverse=inverse, onesided=onesided),
+               [("x", F, [2, 5, 6, channels]), ("axis", I64, [])], 20)
+    x = rng.standard_normal((2, 5, 6, channels)).astype(np.float32)
+    axes = (1, -2, 0)
+    _check(m, [{"x": x, "axis": np.array(a, np.int64)} for a in axes],
+           [_np_dft(x, a % 4, inverse=bool(inverse), onesided=bool(onesided)) for a in axes])
+
+
+def test_dft_one_sided_axis_fed_with_a_length():
+    node = h.make_node("DFT", ["x", "n", "axis"], ["y"], onesided=1)
+    graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", F, [2, 5, 6, 1]),
+                                       h.make_tensor_value_info("axis", I64, [])],
+                         [h.make_empty_tensor_value_info("y")],
+                         initializer=[h.make_tensor("n", I64, [], [8])])
+    m = h.make_model(graph, opset_imports=[h.make_opsetid("", 20)])
+    x = rng.standard_normal((2, 5, 6, 1)).astype(np.float32)
+    _check(m, [{"x": x, "axis": np.array(a, np.int64)} for a in (1, 2)],
+           [_np_dft(x, a, 8, onesided=True) for a in (1, 2)])
+
+
 def test_dft_float64_and_constant_axis_opset20():
     node = h.make_node("DFT", ["x", "", "axis"], ["y"], onesided=1)
     graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", D, [3, 8, 1])],
@@ -142,7 +166,7 @@ def test_dft_float64_and_constant_axis_opset20():
 
 @pytest.mark.parametrize("case,match", [
     ("length_fed", "dft_length fed at run time"),
-    ("onesided_axis_fed", "output shape depends on the axis"),
+    ("symbolic_axis_fed", "symbolic sizes"),
     ("bad_axis", "DFT axis 3 for a rank-4 input"),
     ("last_axis", r"last axis must be 1 \(real\) or 2"),
 ])
@@ -150,9 +174,9 @@ def test_dft_refusals_name_the_reason(case, match):
     if case == "length_fed":
         m = _model(h.make_node("DFT", ["x", "n"], ["y"]), [("x", F, [2, 4, 1]), ("n", I64, [])],
                    17)
-    elif case == "onesided_axis_fed":
-        m = _model(h.make_node("DFT", ["x", "", "a"], ["y"], onesided=1),
-                   [("x", F, [1, 4, 6, 1]), ("a", I64, [])], 20)
+    elif case == "symbolic_axis_fed":
+        m = _model(h.make_node("DFT", ["x", "", "a"], ["y"]),
+                   [("x", F, ["n", 4, 6, 1]), ("a", I64, [])], 20)
     elif case == "bad_axis":
         m = _model(h.make_node("DFT", ["x"], ["y"], axis=3), [("x", F, [1, 4, 6, 1])], 17)
     else:

@@ -8,7 +8,7 @@ def _sized_from_data(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis
     from onnx import helper
     from onnx.reference import ReferenceEvaluator
 
-    given = [x, a, b, c, d]
+    given = [x, b, a] if kind == "DFT" else [x, a, b, c, d]  # ONNX's DFT: x, dft_length, axis
     while given and given[-1] is None:
         given.pop()
     names = [f"i{k}" if v is not None else "" for k, v in enumerate(given)]
@@ -26,6 +26,8 @@ def _sized_from_data(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis
         attrs["center_point_box"] = int(axis == 1)
     elif kind == "CenterCropPad" and axes is not None:
         attrs["axes"] = list(axes)
+    elif kind == "DFT":
+        attrs["inverse"], attrs["onesided"] = axes
     elif kind == "STFT":
         attrs["onesided"] = int(periodic)
     elif kind.endswith("Window") or kind == "MelWeightMatrix":

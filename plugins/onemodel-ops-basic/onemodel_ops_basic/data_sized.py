@@ -2,7 +2,8 @@
 and that ``shape_from_data``'s kinds do not cover: Tile (repeats), OneHot (depth), CenterCropPad
 (the target shape), the Hann / Hamming / Blackman windows (the window size) and
 NonMaxSuppression (as many index triples as boxes survive), AffineGrid and Col2Im (the image
-and block sizes), STFT (the frame step and length) and MelWeightMatrix (the bin counts).
+and block sizes), STFT (the frame step and length), MelWeightMatrix (the bin counts) and DFT
+(a one-sided transform over an axis read at run time).
 
 Why an op apart from the ops with static params (``tile``, ``one_hot``): those keep PyTorch's
 signatures and params that passes specialise on; these forms follow ONNX's rules for the data
@@ -19,7 +20,7 @@ from onemodel.registry import OpDef, Param, Sample
 from ._common import Dim, DType, OpError, TensorType
 
 KINDS = ("Tile", "OneHot", "CenterCropPad", "HannWindow", "HammingWindow", "BlackmanWindow",
-         "NonMaxSuppression", "AffineGrid", "Col2Im", "STFT", "MelWeightMatrix")
+         "NonMaxSuppression", "AffineGrid", "Col2Im", "STFT", "MelWeightMatrix", "DFT")
 WINDOWS = ("HannWindow", "HammingWindow", "BlackmanWindow")
 
 
@@ -260,7 +261,33 @@ def _mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower, upper, dtyp
     return out.astype((dtype or DType.F32).numpy)
 
 
+def _dft(x, axis, dft_length, flags):
+    """ONNX DFT (opset 20) with its axis read at run time; ``flags`` is (inverse, onesided)."""
+    inverse, onesided = (bool(f) for f in flags)
+    (a,) = _ints(axis, "DFT axis") or [None]
+    r = x.ndim
+    if a is None or not (-r <= a <= -2 or 0 <= a <= r - 2):
+        raise OpError(f"ops.sized_from_data: DFT axis {a} for a rank-{r} input")
+    a %= r
+    if dft_length is not None:
+        (n,) = _ints(dft_length, "DFT dft_length") or [None]
+    else:
+        n = 2 * (x.shape[a] - 1) if inverse and onesided else x.shape[a]
+    if n is None or n < 1:
+        raise OpError(f"ops.sized_from_data: DFT length {n} (must be >= 1)")
+    z = x[..., 0] + 1j * x[..., 1] if x.shape[-1] == 2 else x[..., 0]
+    z = z.astype(np.complex128)
+    if inverse and onesided:
+        return np.fft.irfft(z, n=n, axis=a)[..., None].astype(x.dtype)
+    y = (np.fft.ifft if inverse else np.fft.fft)(z, n=n, axis=a)
+    if onesided:
+        y = np.take(y, np.arange(n // 2 + 1), axis=a)
+    return np.stack([y.real, y.imag], -1).astype(x.dtype)
+
+
 def _compute(kind, x, a, b, c, d, axis, axes, periodic, dtype):
+    if kind == "DFT":
+        return _dft(x, a, b, axes)
     if kind == "STFT":
         return _stft(x, a, b, c, periodic)
     if kind == "MelWeightMatrix":
@@ -312,6 +339,10 @@ def _infer(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=-1, axes=
     sized_by = x if kind in WINDOWS else a
     if kind != "OneHot" and (sized_by is None or not sized_by.dtype.is_int):
         raise OpError(f"ops.sized_from_data: {kind}'s size input must be an integer tensor")
+    if kind == "DFT" and (not x.dtype.is_float or not x.shape or x.shape[-1] not in (1, 2)
+                          or not (isinstance(axes, tuple) and len(axes) == 2)):
+        raise OpError("ops.sized_from_data: DFT needs a float [..., 1 or 2] input and axes "
+                      "(inverse, onesided)")
     if kind == "STFT" and (not x.dtype.is_float or len(x.shape) != 3):
         raise OpError("ops.sized_from_data: STFT needs a float [batch, samples, 1 or 2] signal")
     if kind == "MelWeightMatrix" and (b is None or c is None or d is None):
@@ -372,6 +403,15 @@ def _samples(rng):
     yield Sample(args=(r((1, 16, 1)), np.array(4, i64), None, np.array(8, i64)),
                  params={"kind": "STFT", "dims": ((1, 3, 8, 2),), "periodic": False},
                  grad=False, name="stft_two_sided_no_window")
+    for flags, name in (((0, 1), "rfft"), ((1, 1), "irfft"), ((1, 0), "ifft")):
+        n = 4 if flags == (1, 1) else 5
+        shape = {(0, 1): (2, 3, 4, 2), (1, 1): (2, 6, 4, 1), (1, 0): (2, 5, 4, 2)}[flags]
+        yield Sample(args=(r((2, n, 4, 1 if flags == (0, 1) else 2)), np.array(-3, i64)),
+                     params={"kind": "DFT", "dims": (shape,), "axes": flags}, grad=False,
+                     name=f"dft_{name}")
+    yield Sample(args=(r((3, 5, 1)), np.array(1, i64), np.array(8, i64)),
+                 params={"kind": "DFT", "dims": ((3, 5, 2),), "axes": (0, 1)}, grad=False,
+                 name="dft_rfft_length")
     yield Sample(args=(np.array(8, np.int32), np.array(16, np.int32), np.array(8192, np.int32),
                        np.array(0.0, np.float32), np.array(4096.0, np.float32)),
                  params={"kind": "MelWeightMatrix", "dims": ((9, 8),)}, grad=False,
@@ -393,7 +433,7 @@ sized_from_data = OpDef(
                           doc="OneHot's axis; NonMaxSuppression's center_point_box"),
             "axes": Param(kind="any", default=None, optional=True,
                           doc="CenterCropPad's axes (None: every axis); Col2Im's (dilations, "
-                              "pads, strides)"),
+                              "pads, strides); DFT's (inverse, onesided)"),
             "periodic": Param(kind="bool", default=True,
                               doc="a window's periodic; AffineGrid's align_corners; STFT's "
                                   "onesided"),
@@ -403,7 +443,7 @@ sized_from_data = OpDef(
     vjp=None,  # only ONNX import makes it; sizes read from data are not differentiable
     samples=_samples,
     doc="An ONNX op (kind: Tile, OneHot, CenterCropPad, a window, NonMaxSuppression, "
-        "AffineGrid, Col2Im, STFT, MelWeightMatrix) whose output sizes are values "
+        "AffineGrid, Col2Im, STFT, MelWeightMatrix, DFT) whose output sizes are values "
         "of an input read at run time; dims declares the output shape.",
 )
 

@@ -4,10 +4,11 @@ imaginary parts (size 2); ``W[n, k, c, j]`` maps input sample ``n`` part ``c`` t
 ``k`` part ``j``, with the transform length (``dft_length``, else the axis size) fixed at import.
 ``onesided`` keeps the first ``L // 2 + 1`` bins; ``inverse`` with ``onesided`` is the inverse
 real transform (a real output of length ``L``, ``2 * (n - 1)`` by default). An axis fed at run
-time (opset 20) picks, with ``where``, among the transforms over every axis, which must give one
-output shape (an axis out of range gives NaN). STFT and MelWeightMatrix, whose sizes the node
-tests feed at run time, are kinds of ``sized_from_data``. plugin.py attaches the rules to the
-records of ``einsum`` and ``sized_from_data``."""
+time (opset 20) picks, with ``where``, among the transforms over every axis when they give one
+output shape (an axis out of range gives NaN); otherwise (one-sided, a ``dft_length``) it is the
+``DFT`` kind of ``sized_from_data``, whose output sizes are read at run time. STFT and
+MelWeightMatrix, whose sizes the node tests feed at run time, are kinds of ``sized_from_data``
+too. plugin.py attaches the rules to the records of ``einsum`` and ``sized_from_data``."""
 from __future__ import annotations
 
 import numpy as np
@@ -122,10 +123,11 @@ def import_dft(ctx, node):
             if length is not None or shape[a] > (1 if inverse and onesided else 0)]
     results = [(a, *_dft_over(ctx, x, shape, a, length, inverse, onesided)) for a in axes]
     shapes = {s for _, _, s in results}
-    if len(shapes) != 1:
-        ctx.unsupported(f"DFT axis fed at run time with onesided={int(onesided)} or a "
-                        f"dft_length: the output shape depends on the axis "
-                        f"({sorted(shapes)})")
+    if len(shapes) != 1:  # the output shape depends on the axis value: sizes read at run time
+        dims = tuple(d if all(s[k] == d for s in shapes) else ctx.data_dim()
+                     for k, d in enumerate(shapes.pop()))
+        return [ctx.emit("sized_from_data", [x, node.input(2), node.input(1) or None],
+                         kind="DFT", dims=(dims,), axes=(int(inverse), int(onesided)))]
     a_in = node.input(2)
     i64 = ONNX_TO_DTYPE[7]  # INT64
     a64 = a_in if ctx.type(a_in).dtype == i64 else ctx.cast(a_in, i64)
