@@ -17,7 +17,14 @@ import numpy as np
 from .project_plugins import is_project
 
 #: claimed cases that fail, with the reason (kept honest by xfail(strict=True))
-KNOWN_FAILURES: dict[str, str] = {}
+KNOWN_FAILURES: dict[str, str] = {
+    **dict.fromkeys(("test_dft_inverse", "test_dft_inverse_opset19"),
+                    "the expected output is numpy's single-precision FFT: where the exact "
+                    "inverse is 0 (bin 5's imaginary part) it holds 1.9e-7 of rounding noise, "
+                    "above the case's atol of 1e-7; the import's result (3e-15, a transform "
+                    "with float64 constants) is nearer the exact value, ONNX Runtime's is "
+                    "1.9e-5 off"),
+}
 
 
 @dataclass

@@ -2,7 +2,8 @@
 and that ``shape_from_data``'s kinds do not cover: Tile (repeats), OneHot (depth), CenterCropPad
 (the target shape), the Hann / Hamming / Blackman windows (the window size) and
 NonMaxSuppression (as many index triples as boxes survive), AffineGrid and Col2Im (the image
-and block sizes).
+and block sizes), STFT (the frame step and length), MelWeightMatrix (the bin counts) and DFT
+(a one-sided transform over an axis read at run time).
 
 Why an op apart from the ops with static params (``tile``, ``one_hot``): those keep PyTorch's
 signatures and params that passes specialise on; these forms follow ONNX's rules for the data
@@ -19,7 +20,7 @@ from onemodel.registry import OpDef, Param, Sample
 from ._common import Dim, DType, OpError, TensorType
 
 KINDS = ("Tile", "OneHot", "CenterCropPad", "HannWindow", "HammingWindow", "BlackmanWindow",
-         "NonMaxSuppression", "AffineGrid", "Col2Im")
+         "NonMaxSuppression", "AffineGrid", "Col2Im", "STFT", "MelWeightMatrix", "DFT")
 WINDOWS = ("HannWindow", "HammingWindow", "BlackmanWindow")
 
 
@@ -198,7 +199,99 @@ def _col2im(x, image_shape, block_shape, window):
     return out[every + tuple(slice(pads[i], pads[i] + img[i]) for i in range(k))]
 
 
+def _stft(signal, frame_step, window, frame_length, onesided):
+    """ONNX STFT: frames of ``frame_length`` samples every ``frame_step``, times the window (ones
+    by default), each transformed (the first ``L // 2 + 1`` bins when one-sided)."""
+    (step,) = _ints(frame_step, "STFT frame_step") or [None]
+    if step is None or step < 1:
+        raise OpError("ops.sized_from_data: STFT frame_step must be one integer >= 1")
+    if frame_length is not None:
+        (n,) = _ints(frame_length, "STFT frame_length") or [None]
+    else:
+        n = np.asarray(window).shape[0] if window is not None else signal.shape[1]
+    if window is not None and np.asarray(window).shape != (n,):
+        raise OpError(f"ops.sized_from_data: STFT window of shape {list(np.shape(window))} for "
+                      f"frame_length {n}")
+    if n is None or not 1 <= n <= signal.shape[1]:
+        raise OpError(f"ops.sized_from_data: STFT frame_length {n} for a signal of "
+                      f"{signal.shape[1]} samples")
+    frames = 1 + (signal.shape[1] - n) // step
+    at = np.arange(frames)[:, None] * step + np.arange(n)
+    z = signal[..., 0] + 1j * signal[..., 1] if signal.shape[-1] == 2 else signal[..., 0]
+    z = z.astype(np.complex128)[:, at]
+    if window is not None:
+        z = z * np.asarray(window, np.float64)
+    y = np.fft.fft(z, axis=-1)
+    if onesided:
+        y = y[..., :n // 2 + 1]
+    return np.stack([y.real, y.imag], -1).astype(signal.dtype)
+
+
+def _mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower, upper, dtype):
+    """ONNX MelWeightMatrix, as onnx's reference computes it: triangles between mel-spaced
+    edges, rounded down to DFT bins."""
+    (mels,) = _ints(num_mel_bins, "MelWeightMatrix num_mel_bins") or [None]
+    (length,) = _ints(dft_length, "MelWeightMatrix dft_length") or [None]
+    (rate,) = _ints(sample_rate, "MelWeightMatrix sample_rate") or [None]
+    if mels is None or length is None or rate is None or mels < 1 or length < 1 or rate < 1:
+        raise OpError("ops.sized_from_data: MelWeightMatrix num_mel_bins, dft_length and "
+                      "sample_rate must each be one integer >= 1")
+    lower, upper = np.asarray(lower).reshape(()), np.asarray(upper).reshape(())
+    low_mel = 2595 * np.log1p(lower / 700) / np.log(10)
+    high_mel = 2595 * np.log1p(upper / 700) / np.log(10)
+    step = (high_mel - low_mel) / (mels + 2)
+    edges = np.arange(0, mels + 2) * step + low_mel
+    edges = 700 * np.expm1(edges / 2595 * np.log(10))
+    edges = ((length + 1) * edges // rate).astype(np.int64)
+    bins = length // 2 + 1
+    if edges.min() < 0 or edges.max() >= bins:
+        raise OpError(f"ops.sized_from_data: MelWeightMatrix edges {float(lower)} to "
+                      f"{float(upper)} Hz fall outside the {bins} DFT bins")
+    out = np.zeros((bins, mels))
+    for i in range(mels):
+        left, center, right = edges[i], edges[i + 1], edges[i + 2]
+        if center == left:
+            out[center, i] = 1
+        else:
+            j = np.arange(left, center + 1)
+            out[j, i] = (j - left) / (center - left)
+        if right > center:
+            j = np.arange(center, right)
+            out[j, i] = (right - j) / (right - center)
+    return out.astype((dtype or DType.F32).numpy)
+
+
+def _dft(x, axis, dft_length, flags):
+    """ONNX DFT (opset 20) with its axis read at run time; ``flags`` is (inverse, onesided)."""
+    inverse, onesided = (bool(f) for f in flags)
+    (a,) = _ints(axis, "DFT axis") or [None]
+    r = x.ndim
+    if a is None or not (-r <= a <= -2 or 0 <= a <= r - 2):
+        raise OpError(f"ops.sized_from_data: DFT axis {a} for a rank-{r} input")
+    a %= r
+    if dft_length is not None:
+        (n,) = _ints(dft_length, "DFT dft_length") or [None]
+    else:
+        n = 2 * (x.shape[a] - 1) if inverse and onesided else x.shape[a]
+    if n is None or n < 1:
+        raise OpError(f"ops.sized_from_data: DFT length {n} (must be >= 1)")
+    z = x[..., 0] + 1j * x[..., 1] if x.shape[-1] == 2 else x[..., 0]
+    z = z.astype(np.complex128)
+    if inverse and onesided:
+        return np.fft.irfft(z, n=n, axis=a)[..., None].astype(x.dtype)
+    y = (np.fft.ifft if inverse else np.fft.fft)(z, n=n, axis=a)
+    if onesided:
+        y = np.take(y, np.arange(n // 2 + 1), axis=a)
+    return np.stack([y.real, y.imag], -1).astype(x.dtype)
+
+
 def _compute(kind, x, a, b, c, d, axis, axes, periodic, dtype):
+    if kind == "DFT":
+        return _dft(x, a, b, axes)
+    if kind == "STFT":
+        return _stft(x, a, b, c, periodic)
+    if kind == "MelWeightMatrix":
+        return _mel_weight_matrix(x, a, b, c, d, dtype)
     if kind == "Col2Im":
         return _col2im(x, a, b, axes)
     if kind == "AffineGrid":
@@ -246,7 +339,15 @@ def _infer(x=None, a=None, b=None, c=None, d=None, *, kind, dims, axis=-1, axes=
     sized_by = x if kind in WINDOWS else a
     if kind != "OneHot" and (sized_by is None or not sized_by.dtype.is_int):
         raise OpError(f"ops.sized_from_data: {kind}'s size input must be an integer tensor")
-    if kind in WINDOWS:
+    if kind == "DFT" and (not x.dtype.is_float or not x.shape or x.shape[-1] not in (1, 2)
+                          or not (isinstance(axes, tuple) and len(axes) == 2)):
+        raise OpError("ops.sized_from_data: DFT needs a float [..., 1 or 2] input and axes "
+                      "(inverse, onesided)")
+    if kind == "STFT" and (not x.dtype.is_float or len(x.shape) != 3):
+        raise OpError("ops.sized_from_data: STFT needs a float [batch, samples, 1 or 2] signal")
+    if kind == "MelWeightMatrix" and (b is None or c is None or d is None):
+        raise OpError("ops.sized_from_data: MelWeightMatrix needs all five inputs")
+    if kind in WINDOWS or kind == "MelWeightMatrix":
         out = dtype or DType.F32
     elif kind == "OneHot":
         if a is None or b is None:
@@ -297,6 +398,24 @@ def _samples(rng):
     yield Sample(args=(r((1, 3, 4)), np.array([1, 1, 2, 3, 2], i64)),
                  params={"kind": "AffineGrid", "dims": ((1, 2, 3, 2, 3),)}, grad=False,
                  name="affine_grid_3d")
+    yield Sample(args=(r((2, 20, 2)), np.array(3, i64), r((6,)), np.array(6, i64)),
+                 params={"kind": "STFT", "dims": ((2, 5, 4, 2),)}, grad=False, name="stft")
+    yield Sample(args=(r((1, 16, 1)), np.array(4, i64), None, np.array(8, i64)),
+                 params={"kind": "STFT", "dims": ((1, 3, 8, 2),), "periodic": False},
+                 grad=False, name="stft_two_sided_no_window")
+    for flags, name in (((0, 1), "rfft"), ((1, 1), "irfft"), ((1, 0), "ifft")):
+        n = 4 if flags == (1, 1) else 5
+        shape = {(0, 1): (2, 3, 4, 2), (1, 1): (2, 6, 4, 1), (1, 0): (2, 5, 4, 2)}[flags]
+        yield Sample(args=(r((2, n, 4, 1 if flags == (0, 1) else 2)), np.array(-3, i64)),
+                     params={"kind": "DFT", "dims": (shape,), "axes": flags}, grad=False,
+                     name=f"dft_{name}")
+    yield Sample(args=(r((3, 5, 1)), np.array(1, i64), np.array(8, i64)),
+                 params={"kind": "DFT", "dims": ((3, 5, 2),), "axes": (0, 1)}, grad=False,
+                 name="dft_rfft_length")
+    yield Sample(args=(np.array(8, np.int32), np.array(16, np.int32), np.array(8192, np.int32),
+                       np.array(0.0, np.float32), np.array(4096.0, np.float32)),
+                 params={"kind": "MelWeightMatrix", "dims": ((9, 8),)}, grad=False,
+                 name="mel_weight_matrix")
     for kind in WINDOWS:
         for periodic in (True, False):
             yield Sample(args=(np.array(7, i64),),
@@ -314,16 +433,17 @@ sized_from_data = OpDef(
                           doc="OneHot's axis; NonMaxSuppression's center_point_box"),
             "axes": Param(kind="any", default=None, optional=True,
                           doc="CenterCropPad's axes (None: every axis); Col2Im's (dilations, "
-                              "pads, strides)"),
+                              "pads, strides); DFT's (inverse, onesided)"),
             "periodic": Param(kind="bool", default=True,
-                              doc="a window's periodic; AffineGrid's align_corners"),
+                              doc="a window's periodic; AffineGrid's align_corners; STFT's "
+                                  "onesided"),
             "dtype": Param(kind="dtype", default=None, optional=True,
-                           doc="a window's output dtype")},
+                           doc="a window's or MelWeightMatrix's output dtype")},
     kernel=_kernel, infer=_infer,
     vjp=None,  # only ONNX import makes it; sizes read from data are not differentiable
     samples=_samples,
     doc="An ONNX op (kind: Tile, OneHot, CenterCropPad, a window, NonMaxSuppression, "
-        "AffineGrid, Col2Im) whose output sizes are values "
+        "AffineGrid, Col2Im, STFT, MelWeightMatrix, DFT) whose output sizes are values "
         "of an input read at run time; dims declares the output shape.",
 )
 

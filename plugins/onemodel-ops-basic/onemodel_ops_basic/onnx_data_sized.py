@@ -176,6 +176,24 @@ def _export(ctx, node):
         if ctx.opset < 18:
             ctx.unsupported(node, f"CenterCropPad needs opset 18 (exporting at {ctx.opset})")
         attrs["axes"] = [int(a) for a in p["axes"]] if p["axes"] is not None else None
+    elif kind == "DFT":
+        if ctx.opset < 20:
+            ctx.unsupported(node, f"DFT with its axis as an input needs opset 20 (exporting at "
+                                  f"{ctx.opset})")
+        attrs["inverse"], attrs["onesided"] = (int(bool(f)) for f in p["axes"])
+        if attrs["onesided"] and not attrs["inverse"] and \
+                ctx.input_types(node)[0].shape[-1] != 1:
+            ctx.unsupported(node, "a one-sided forward DFT of a complex input has no ONNX form "
+                                  "(ONNX's DFT takes a real input there)")
+        ins = [ins[0], ins[2] if len(ins) > 2 else "", ins[1]]
+    elif kind == "STFT":
+        if ctx.opset < 17:
+            ctx.unsupported(node, f"STFT needs opset 17 (exporting at {ctx.opset})")
+        attrs["onesided"] = int(bool(p["periodic"]))
+    elif kind == "MelWeightMatrix":
+        if ctx.opset < 17:
+            ctx.unsupported(node, f"MelWeightMatrix needs opset 17 (exporting at {ctx.opset})")
+        attrs["output_datatype"] = ctx.onnx_dtype(p["dtype"] or DType.F32)
     elif kind in WINDOWS:
         if ctx.opset < 17:
             ctx.unsupported(node, f"{kind} needs opset 17 (exporting at {ctx.opset})")

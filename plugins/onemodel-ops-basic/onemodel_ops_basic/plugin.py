@@ -32,6 +32,8 @@ from .onnx_compositions import RIDERS as _COMPOSITIONS
 from .onnx_compositions_more import RIDERS as _COMPOSITIONS_MORE
 from .onnx_quantized import IMPORTS as _QUANTIZED_IMPORTS
 from .onnx_shape_more import SPEC as _SHAPE_MORE_ONNX
+from .onnx_spectral import RIDERS as _SPECTRAL
+from .onnx_roi_align import RIDERS as _ROI_ALIGN
 
 ONNX = {**_BASE_ONNX, **_REDUCE_MORE_ONNX, **_SHAPE_MORE_ONNX, **_ELEMENTWISE_MORE_ONNX,
         **_CONTROL_FLOW_ONNX, **_BITWISE_ONNX, **_SCATTER_ND_ONNX, **_DET_ONNX, **_BITCAST_ONNX,
@@ -45,7 +47,8 @@ def _ride(op: str, rules: dict) -> None:
 
 _ride("sum", _SUM_IMPORTS)
 _ride("cast", _QUANTIZED_IMPORTS)
-for _op, _rules in (*_COMPOSITIONS.items(), *_COMPOSITIONS_MORE.items()):
+for _op, _rules in (*_COMPOSITIONS.items(), *_COMPOSITIONS_MORE.items(), *_SPECTRAL.items(),
+                     *_ROI_ALIGN.items()):
     _ride(_op, _rules)
 
 
