@@ -33,6 +33,7 @@ from .onnx_losses import export_nll as _export_nll
 from .onnx_quantized_conv import IMPORTS as _QUANTIZED_CONV_IMPORTS
 from .onnx_resize import ONNX as _RESIZE_ONNX
 from .onnx_grid_sample import ONNX as _GRID_SAMPLE_ONNX
+from .onnx_upsample import IMPORTS as _UPSAMPLE_IMPORTS
 
 ONNX = {**_ONNX, **_ONNX_MORE, **_ACTIVATION_MORE_ONNX, **_RESIZE_ONNX, **_GRID_SAMPLE_ONNX}
 
@@ -48,6 +49,7 @@ _ride("scaled_dot_product_attention",  # Attention, RotaryEmbedding, LinearAtten
 _ride("glu", _SWIGLU_IMPORTS)  # SwiGLU
 _ride("conv1d", _CAUSAL_CONV_IMPORTS)  # CausalConvWithState
 _ride("nll_loss", _LOSS_IMPORTS)  # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+_ride("resize", _UPSAMPLE_IMPORTS)  # Upsample (opsets 7-10)
 ONNX["nll_loss"] = attrs.evolve(ONNX["nll_loss"], export=_export_nll)
 for _op, _rules in (*_COMPOSITIONS.items(), *_RNN_SIMPLE.items()):  # LpPool, LRN, RNN
     _ride(_op, _rules)
