@@ -34,6 +34,7 @@ from .onnx_quantized_conv import IMPORTS as _QUANTIZED_CONV_IMPORTS
 from .onnx_resize import ONNX as _RESIZE_ONNX
 from .onnx_grid_sample import ONNX as _GRID_SAMPLE_ONNX
 from .onnx_upsample import IMPORTS as _UPSAMPLE_IMPORTS
+from .onnx_max_unpool import IMPORTS as _MAX_UNPOOL_IMPORTS
 
 ONNX = {**_ONNX, **_ONNX_MORE, **_ACTIVATION_MORE_ONNX, **_RESIZE_ONNX, **_GRID_SAMPLE_ONNX}
 
@@ -50,6 +51,7 @@ _ride("glu", _SWIGLU_IMPORTS)  # SwiGLU
 _ride("conv1d", _CAUSAL_CONV_IMPORTS)  # CausalConvWithState
 _ride("nll_loss", _LOSS_IMPORTS)  # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 _ride("resize", _UPSAMPLE_IMPORTS)  # Upsample (opsets 7-10)
+_ride("max_pool2d", _MAX_UNPOOL_IMPORTS)  # MaxUnpool (full, scatter, reshape)
 ONNX["nll_loss"] = attrs.evolve(ONNX["nll_loss"], export=_export_nll)
 for _op, _rules in (*_COMPOSITIONS.items(), *_RNN_SIMPLE.items()):  # LpPool, LRN, RNN
     _ride(_op, _rules)
