@@ -2,7 +2,10 @@
 of the input at the indices (MaxPool's Indices: flat over the whole output tensor), and a
 reshape. The output shape is the ``output_shape`` input when given (a constant or sizes of
 input axes), else ONNX's default ``(in - 1) * stride - pads + kernel`` per spatial axis.
-Claimed by the record of ``max_pool2d`` (plugin.py)."""
+With ``output_shape`` the indices address that shape, as in ONNX Runtime and PyTorch (onnx's
+reference evaluator, and so the node test ``test_maxunpool_export_with_output_shape``,
+scatters into the default shape and pads its end instead). Claimed by the record of
+``max_pool2d`` (plugin.py)."""
 from __future__ import annotations
 
 import math
