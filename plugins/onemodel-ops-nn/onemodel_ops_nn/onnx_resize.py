@@ -145,4 +145,5 @@ def _export_resize(ctx, node):
 
 
 ONNX = {"resize": OnnxSpec(export=_export_resize, imports={"Resize": _import_resize},
-                           doc="Resize (every mode; PyTorch's modes import as interpolate)")}
+                           doc="Resize (every mode; PyTorch's modes import as interpolate); "
+                               "imports Upsample too")}

@@ -12,8 +12,8 @@ from onemodel.formats.onnx_api import add_import_rules, attach_onnx
 from onemodel.registry import hookimpl
 
 from . import (activation, activation_more, attention, conv, conv_more, ctc, dropout, embedding,
-               fused, hard, linear, losses, losses_more, norm, norm_more, pool, pool_more, resize,
-               resize_onnx, rnn, triangle)
+               fused, grid_sample, hard, linear, losses, losses_more, norm, norm_more, pool,
+               pool_more, resize, resize_onnx, rnn, triangle)
 from .passes import PASSES
 from .torch_names import TORCH
 
@@ -33,8 +33,11 @@ from .onnx_losses import IMPORTS as _LOSS_IMPORTS
 from .onnx_losses import export_nll as _export_nll
 from .onnx_quantized_conv import IMPORTS as _QUANTIZED_CONV_IMPORTS
 from .onnx_resize import ONNX as _RESIZE_ONNX
+from .onnx_grid_sample import ONNX as _GRID_SAMPLE_ONNX
+from .onnx_upsample import IMPORTS as _UPSAMPLE_IMPORTS
+from .onnx_max_unpool import IMPORTS as _MAX_UNPOOL_IMPORTS
 
-ONNX = {**_ONNX, **_ONNX_MORE, **_ACTIVATION_MORE_ONNX, **_RESIZE_ONNX}
+ONNX = {**_ONNX, **_ONNX_MORE, **_ACTIVATION_MORE_ONNX, **_RESIZE_ONNX, **_GRID_SAMPLE_ONNX}
 
 
 def _ride(op: str, rules: dict) -> None:
@@ -49,6 +52,8 @@ _ride("scaled_dot_product_attention", _FLEX_ATTENTION_IMPORTS)  # ai.onnx.previe
 _ride("glu", _SWIGLU_IMPORTS)  # SwiGLU
 _ride("conv1d", _CAUSAL_CONV_IMPORTS)  # CausalConvWithState
 _ride("nll_loss", _LOSS_IMPORTS)  # NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+_ride("resize", _UPSAMPLE_IMPORTS)  # Upsample (opsets 7-10)
+_ride("max_pool2d", _MAX_UNPOOL_IMPORTS)  # MaxUnpool (full, scatter, reshape)
 ONNX["nll_loss"] = attrs.evolve(ONNX["nll_loss"], export=_export_nll)
 for _op, _rules in (*_COMPOSITIONS.items(), *_RNN_SIMPLE.items()):  # LpPool, LRN, RNN
     _ride(_op, _rules)
@@ -61,7 +66,8 @@ def all_ops():
     ops = (*linear.OPS, *conv.OPS, *pool.OPS, *norm.OPS, *activation.OPS, *dropout.OPS,
            *embedding.OPS, *attention.OPS, *losses.OPS, *ctc.OPS, *hard.OPS, *fused.OPS,
            *rnn.OPS, *triangle.OPS, *activation_more.OPS, *losses_more.OPS, *conv_more.OPS,
-           *pool_more.OPS, *norm_more.OPS, *resize.OPS, *resize_onnx.OPS)
+           *pool_more.OPS, *norm_more.OPS, *resize.OPS, *resize_onnx.OPS,
+           *grid_sample.OPS)
     ops = attach_onnx(ops, ONNX, plugin="onemodel-ops-nn")  # an unknown op name raises
     return tuple(attrs.evolve(op, torch=TORCH[op.name]) if op.name in TORCH else op for op in ops)
 

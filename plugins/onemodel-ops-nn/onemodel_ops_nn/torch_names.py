@@ -8,7 +8,7 @@ from __future__ import annotations
 _SAME = ("adaptive_avg_pool1d adaptive_avg_pool2d adaptive_max_pool2d avg_pool1d avg_pool2d "
          "batch_norm binary_cross_entropy binary_cross_entropy_with_logits conv1d conv2d "
          "conv_transpose1d conv_transpose2d cosine_similarity cross_entropy ctc_loss dropout elu "
-         "embedding gelu glu group_norm hardsigmoid hardswish hardtanh huber_loss instance_norm "
+         "embedding gelu glu grid_sample group_norm hardsigmoid hardswish hardtanh huber_loss instance_norm "
          "interpolate kl_div l1_loss layer_norm leaky_relu linear log_softmax max_pool1d "
          "max_pool2d mish mse_loss nll_loss normalize pixel_shuffle pixel_unshuffle prelu relu6 "
          "rms_norm scaled_dot_product_attention selu silu smooth_l1_loss softmax softplus "
