@@ -49,13 +49,16 @@ class Sample:
 
     ``args`` holds numpy arrays for tensor inputs (a list of arrays for a variadic input, None for
     an absent optional one); ``params`` the static arguments. ``grad=False`` skips the finite
-    difference check (non-smooth points, integer outputs).
+    difference check (non-smooth points, integer outputs). ``onnx=False`` marks a call ONNX has
+    no form for: the ONNX check then requires the export to refuse it (an `OnnxExportError`)
+    instead of comparing a round trip.
     """
 
     args: tuple
     params: Mapping[str, Any] = attrs.field(factory=dict)
     grad: bool = True
     name: str = ""
+    onnx: bool = True
 
 
 @attrs.frozen(kw_only=True)

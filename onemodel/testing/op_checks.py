@@ -328,6 +328,12 @@ def check_onnx(op: OpDef, sample: Sample, *, rtol: float = 1e-5, atol: float = 1
         return Check("onnx", where, "the op refuses to be a graph node with these params")
     graph, feeds = built
     graph.verify()
+    if not sample.onnx:  # ONNX has no form for this call: the export must say so
+        try:
+            to_onnx(graph, opset=max_opset())
+        except OnnxExportError as exc:
+            return Check("onnx", where, f"no ONNX form, and the export refuses it: {exc}")
+        fail("onnx", where, "the sample says ONNX has no form for it, but the export wrote one")
     try:
         model = to_onnx(graph)
     except OnnxExportError as exc:

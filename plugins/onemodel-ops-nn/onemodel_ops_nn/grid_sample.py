@@ -179,9 +179,11 @@ def _samples(rng):
     for mode in MODES:
         for pad in PADDINGS:
             for ac in (False, True):
+                # ONNX's cubic mode pads the source position, torch's each tap: no ONNX form
                 yield Sample(args=(r((2, 2, 4, 5)), grid(2, 3, 2, 2)),
                              params={"mode": mode, "padding_mode": pad, "align_corners": ac},
-                             name=f"{mode}_{pad}_{'ac' if ac else 'noac'}")
+                             name=f"{mode}_{pad}_{'ac' if ac else 'noac'}",
+                             onnx=not (mode == "bicubic" and pad != "zeros"))
     yield Sample(args=(r((1, 2, 3, 4, 3)), grid(1, 2, 2, 3, 3)),
                  params={"mode": "bilinear", "padding_mode": "reflection"}, name="trilinear")
     yield Sample(args=(r((1, 1, 3, 4, 2)), grid(1, 2, 1, 2, 3)),
