@@ -17,6 +17,8 @@ from onnx import helper as h  # noqa: E402
 import onemodel as om  # noqa: E402
 from onemodel.formats.onnx_import import OnnxUnsupportedError, from_onnx  # noqa: E402
 
+from .onnx_build import check_import_on_every_backend, ort_or_none, reference_run  # noqa: E402
+
 F, F16, I64, BOOL = TP.FLOAT, TP.FLOAT16, TP.INT64, TP.BOOL
 rng = np.random.default_rng(23)
 
@@ -36,43 +38,6 @@ def _model(node, inputs, outputs, opset):
     return m
 
 
-def _reference(model, feeds):
-    from onnx.reference import ReferenceEvaluator
-
-    return ReferenceEvaluator(model).run(None, feeds)
-
-
-def _ort(model, feeds):
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        return None
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
-
-
-def _check(model, feed_sets, rtol=1e-5, atol=1e-6, ort=True):
-    """Every backend at each feed set against onnx's reference and (``ort``) ONNX Runtime."""
-    graph = from_onnx(model)
-    for feeds in feed_sets:
-        wants = [_reference(model, feeds)]
-        if ort:
-            wants.append(_ort(model, feeds))
-        for backend in om.backends():
-            with om.Session(graph, backend=backend) as sess:
-                got = sess.run(feeds)
-            for want in wants:
-                if want is None:
-                    continue
-                for (name, _), w in zip(graph.outputs, want):
-                    g = got[name].numpy()
-                    assert g.shape == w.shape and g.dtype == w.dtype, (backend, name, g.shape,
-                                                                       w.shape, g.dtype)
-                    np.testing.assert_allclose(g, w, rtol=rtol, atol=atol,
-                                               err_msg=f"{backend} {name}")
-    return graph
-
-
 def _r(*shape, dtype=np.float32):
     return rng.standard_normal(shape).astype(dtype)
 
@@ -90,7 +55,7 @@ def test_attention_4d_float_mask_scale_softcap_symbolic_axes():
                    scale=0.3, softcap=2.0)
     feeds = [{"q": _r(b, 2, sq, 4), "k": _r(b, 2, skv, 4), "v": _r(b, 2, skv, 3),
               "mask": _r(sq, skv)} for b, sq, skv in ((1, 3, 5), (2, 4, 6))]
-    graph = _check(m, feeds)
+    graph = check_import_on_every_backend(m, feeds)
     assert [str(d) for d in graph.inputs[0].type.shape] == ["b", "2", "sq", "4"]
 
 
@@ -106,7 +71,7 @@ def test_attention_3d_gqa_causal_cache_and_qk_output(mode):
                    kv_num_heads=2, qk_matmul_output_mode=mode)
     feeds = [{"q": _r(b, s, 16), "k": _r(b, s, 8), "v": _r(b, s, 6), "pk": _r(b, 2, p, 4),
               "pv": _r(b, 2, p, 3)} for b, s, p in ((1, 2, 3), (2, 3, 1))]
-    _check(m, feeds, ort=mode != 2)
+    check_import_on_every_backend(m, feeds, ort=mode != 2)
 
 
 def test_attention_nonpad_kv_seqlen_causal_bool_mask():
@@ -118,7 +83,7 @@ def test_attention_nonpad_kv_seqlen_causal_bool_mask():
     feeds = [{"q": _r(b, 2, 3, 4), "k": _r(b, 2, 6, 4), "v": _r(b, 2, 6, 4),
               "mask": rng.random((3, 6)) > 0.3, "n": n}
              for b, n in ((2, np.array([6, 2])), (3, np.array([4, 1, 5])))]
-    _check(m, feeds)
+    check_import_on_every_backend(m, feeds)
 
 
 @pytest.mark.parametrize("left,right", [(2, 1), (1, -1), (-1, 0)])
@@ -138,8 +103,8 @@ def test_attention_sliding_window_and_probabilities(left, right):
                         ("v", F, ["b", 2, 5, 4]), ("mask", F, [5, 2])], ["y", "", "", "qk"],
                        opset=25, left_window_size=left, right_window_size=right,
                        qk_matmul_output_mode=3)
-    _check(fixed, feeds[1:] + [{"q": _r(3, 2, 5, 4), "k": _r(3, 2, 5, 4), "v": _r(3, 2, 5, 4),
-                                "mask": _r(5, 2)}])
+    check_import_on_every_backend(fixed, feeds[1:] + [{"q": _r(3, 2, 5, 4), "k": _r(3, 2, 5, 4),
+                                                       "v": _r(3, 2, 5, 4), "mask": _r(5, 2)}])
 
 
 def test_attention_float16_softmax_in_float32():
@@ -148,7 +113,7 @@ def test_attention_float16_softmax_in_float32():
                    softmax_precision=1, qk_matmul_output_mode=1)
     feeds = [{n: _r(b, 2, s, 8, dtype=np.float16) for n, s in (("q", 3), ("k", 4), ("v", 4))}
              for b in (1, 2)]
-    _check(m, feeds, rtol=2e-3, atol=2e-3)
+    check_import_on_every_backend(m, feeds, rtol=2e-3, atol=2e-3)
 
 
 @pytest.mark.parametrize("attrs,inputs,match", [
@@ -183,7 +148,7 @@ def test_rotary_embedding_4d_position_ids_symbolic_axes():
     cos, sin = _cache(16, 4)
     feeds = [{"x": _r(b, 2, s, 8), "cos": cos, "sin": sin,
               "pos": rng.integers(0, 16, (b, s)).astype(np.int64)} for b, s in ((1, 3), (2, 5))]
-    _check(m, feeds)
+    check_import_on_every_backend(m, feeds)
 
 
 def test_rotary_embedding_3d_interleaved_partial_without_position_ids():
@@ -195,7 +160,7 @@ def test_rotary_embedding_3d_interleaved_partial_without_position_ids():
     for b, s in ((1, 3), (2, 4)):
         angles = rng.random((b, s, 2)).astype(np.float32) * 3
         feeds.append({"x": _r(b, s, 12), "cos": np.cos(angles), "sin": np.sin(angles)})
-    _check(m, feeds)
+    check_import_on_every_backend(m, feeds)
 
 
 def test_rotary_embedding_refuses_an_odd_rotary_dim():
@@ -227,7 +192,7 @@ def test_swiglu_against_its_formula(dtype, alpha):
             np.testing.assert_allclose(got, want, rtol=1e-3 if dtype == np.float16 else 1e-6,
                                        atol=1e-6, err_msg=backend)
     if dtype == np.float32:
-        _check(m, [{"a": _r(3, 6), "b": _r(3, 6)}], ort=False)
+        check_import_on_every_backend(m, [{"a": _r(3, 6), "b": _r(3, 6)}], ort=False)
 
 
 # -- CausalConvWithState ------------------------------------------------------------------------
@@ -248,7 +213,7 @@ def test_causal_conv_with_state_symbolic_batch_and_length(past, bias, activation
         if past:
             f["past"] = _r(b, 3, 3)
         feeds.append(f)
-    _check(m, feeds)
+    check_import_on_every_backend(m, feeds)
 
 
 def test_causal_conv_with_state_refuses_an_unknown_activation():
@@ -282,7 +247,7 @@ def test_linear_attention_rules_gqa_with_past(rule, decay_last):
         if delta:
             f["beta"] = rng.random((b, 3, 2)).astype(np.float32)
         feeds.append(f)
-    _check(m, feeds, rtol=1e-4, atol=1e-5)
+    check_import_on_every_backend(m, feeds, rtol=1e-4, atol=1e-5)
 
 
 def test_linear_attention_refuses_a_symbolic_sequence_and_a_missing_input():
@@ -318,5 +283,5 @@ def test_imported_attention_exports_back_at_every_size():
     for b, s, p in ((1, 2, 3), (2, 3, 1)):
         feeds = {"q": _r(b, s, 16), "k": _r(b, s, 8), "v": _r(b, s, 6), "pk": _r(b, 2, p, 4),
                  "pv": _r(b, 2, p, 3)}
-        for got, want in zip(_ort(back, feeds), _reference(m, feeds)):
+        for got, want in zip(ort_or_none(back, feeds), reference_run(m, feeds)):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
