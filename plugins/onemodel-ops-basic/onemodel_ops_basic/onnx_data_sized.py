@@ -151,9 +151,19 @@ def _import_col2im(ctx, node):
                      dims=((shape[0], c, *spatial),), axes=window)]
 
 
+#: the opset each export kind needs, and what the refusal below it calls the kind
+_MIN_OPSET = {"AffineGrid": (20, "AffineGrid"), "Col2Im": (18, "Col2Im"),
+              "CenterCropPad": (18, "CenterCropPad"), "DFT": (20, "DFT with its axis as an input"),
+              "STFT": (17, "STFT"), "MelWeightMatrix": (17, "MelWeightMatrix"),
+              **{w: (17, w) for w in WINDOWS}}
+
+
 def _export(ctx, node):
     p = node.params
     kind = p["kind"]
+    if kind in _MIN_OPSET and ctx.opset < _MIN_OPSET[kind][0]:
+        opset, what = _MIN_OPSET[kind]
+        ctx.unsupported(node, f"{what} needs opset {opset} (exporting at {ctx.opset})")
     ins = [ctx.name_of(i) if i is not None else "" for i in node.inputs]
     attrs = {}
     while ins and not ins[-1]:
@@ -163,23 +173,14 @@ def _export(ctx, node):
     elif kind == "NonMaxSuppression":
         attrs["center_point_box"] = int(p["axis"] == 1)
     elif kind == "AffineGrid":
-        if ctx.opset < 20:
-            ctx.unsupported(node, f"AffineGrid needs opset 20 (exporting at {ctx.opset})")
         attrs["align_corners"] = int(bool(p["periodic"]))
     elif kind == "Col2Im":
-        if ctx.opset < 18:
-            ctx.unsupported(node, f"Col2Im needs opset 18 (exporting at {ctx.opset})")
         for name, v in zip(("dilations", "pads", "strides"), p["axes"] or (None,) * 3):
             if v is not None:
                 attrs[name] = [int(e) for e in v]
     elif kind == "CenterCropPad":
-        if ctx.opset < 18:
-            ctx.unsupported(node, f"CenterCropPad needs opset 18 (exporting at {ctx.opset})")
         attrs["axes"] = [int(a) for a in p["axes"]] if p["axes"] is not None else None
     elif kind == "DFT":
-        if ctx.opset < 20:
-            ctx.unsupported(node, f"DFT with its axis as an input needs opset 20 (exporting at "
-                                  f"{ctx.opset})")
         attrs["inverse"], attrs["onesided"] = (int(bool(f)) for f in p["axes"])
         if attrs["onesided"] and not attrs["inverse"] and \
                 ctx.input_types(node)[0].shape[-1] != 1:
@@ -187,16 +188,10 @@ def _export(ctx, node):
                                   "(ONNX's DFT takes a real input there)")
         ins = [ins[0], ins[2] if len(ins) > 2 else "", ins[1]]
     elif kind == "STFT":
-        if ctx.opset < 17:
-            ctx.unsupported(node, f"STFT needs opset 17 (exporting at {ctx.opset})")
         attrs["onesided"] = int(bool(p["periodic"]))
     elif kind == "MelWeightMatrix":
-        if ctx.opset < 17:
-            ctx.unsupported(node, f"MelWeightMatrix needs opset 17 (exporting at {ctx.opset})")
         attrs["output_datatype"] = ctx.onnx_dtype(p["dtype"] or DType.F32)
     elif kind in WINDOWS:
-        if ctx.opset < 17:
-            ctx.unsupported(node, f"{kind} needs opset 17 (exporting at {ctx.opset})")
         attrs["periodic"] = int(bool(p["periodic"]))
         attrs["output_datatype"] = ctx.onnx_dtype(p["dtype"] or DType.F32)
     ctx.make_node(kind, ins, ctx.outputs(node), **attrs)
