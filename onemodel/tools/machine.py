@@ -57,6 +57,8 @@ def platform_text(info: dict) -> str:
     text = str(info.get("isa", "?"))
     if info.get("peak_gflops"):
         text += f", peak {info['peak_gflops']:g} GFLOP/s per core"
+    if info.get("heuristics") not in (None, "measured"):
+        text += f", heuristics {info['heuristics']}"
     return text
 
 

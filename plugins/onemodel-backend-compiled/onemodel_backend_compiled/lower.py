@@ -30,6 +30,7 @@ from onemodel.core.kernel_call import check_outputs, fold_fits
 from onemodel.core.symbolic import evaluate, evaluate_nested
 from onemodel.core.types import TensorType
 
+from . import heuristics
 from . import program as P
 from .arena import Arena
 from .lowered import Loc, NativeSegment, Program, PyStep, contiguous_strides
@@ -119,6 +120,8 @@ class Lowering:
             elif t.dtype.numpy == np.bool_:  # handed over as float32 0 / 1 (plan.feed_as)
                 self.locs[f] = Loc(2 + i, 0, t.shape, contiguous_strides(t.shape))
         self.numpy_kernels = numpy_kernels or {}
+        #: the kernel choices measured for the copy in use (heuristics.py)
+        self.heuristics = heuristics.current()
         self.native_nodes = 0
         self.fallback_nodes: list[str] = []
         #: why a node a rule was tried on runs on numpy (by its id): the Unsupported message,

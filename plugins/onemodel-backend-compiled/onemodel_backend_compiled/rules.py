@@ -404,31 +404,6 @@ def _reader_after(lw: Lowering, conv_out: str):
     return None if act is None else (node, act)
 
 
-#: 1x1 convolutions on maps of at most this many positions run as one GEMM (conv1x1_gemm).
-#: Measured (1 thread, + ReLU6): 160->960 at 2x2 58 -> 19 us, 96->576 at 4x4 42 -> 27 us;
-#: at 8x8 the two are even (17 vs 22, 19 vs 17 us) and from 16x16 the direct kernel wins
-GEMM_1X1_MAX_POSITIONS = 36
-
-
-def conv_gemm_wins(cin: int, cout: int, kh: int, kw: int, stride, ho: int, wo: int) -> bool:
-    """Whether a convolution (one group, no fused pool) runs as an implicit GEMM (conv_gemm,
-    om_conv_gemm.h) rather than on the direct kernel: on small output maps, where the direct
-    kernel's 24-position tiles are mostly empty. Measured (1 thread, + ReLU, GEMM / direct time,
-    b1 and b4): 3x3 stride 1 at 2x2 512->512 0.24 / 0.22, 128->32 0.50 / 0.49; at 3x3 48->192
-    0.42 / 0.34; at 4x4 256->256 0.73 / 0.85, 128->64 0.81 / 0.83, 128->32 0.87 / 0.97; at 7x7
-    32->128 0.97 / 0.90; at 8x8 128->128 1.04 / 1.01 and at 15x15 / 16x16 1.16-1.45 (the
-    direct kernel). Strided: 3x3 s2 to 2x2 256->512 0.31 / 0.28, to 8x8 64->128 0.91 / 0.91,
-    1x1 s2 to 8x8 64->128 0.63 / 0.65, to 2x2 256->512 0.32 / 0.28; a 3x3 s2 stem to 32x32
-    1.73 / 1.87. A 1x1 stride-1 convolution has no window to gather, so the GEMM only pays
-    off over many input channels: 512->128 at 8x8 0.74 / 0.78, 1024->512 at 4x4 0.88 / 0.85,
-    256->32 at 7x7 0.78 / 0.79, but 32->192 at 8x8 1.29 / 1.38, 160->960 at 2x2 1.09 / 1.08
-    (conv1x1_gemm), 256->128 at 16x16 0.98 / 0.96."""
-    positions = ho * wo
-    if (kh, kw) == (1, 1) and tuple(stride) == (1, 1):
-        return cin >= 256 and positions <= 64
-    return positions <= (49 if tuple(stride) == (1, 1) else 64)
-
-
 def conv_gemm_rows(k: int, m: int) -> int:
     """Rows of A per block in conv_gemm (om_conv_gemm.h's conv_gemm_rows)."""
     return min(m, max(6, 98304 // max(k, 1) // 6 * 6))
@@ -472,8 +447,8 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
         lw.fused[id(reader[0])] = dst if pool is None else None
     pro_fields = [-1, -1, -1] if pro is None else [P.addr(P.WEIGHTS, o) for o in pro]
     small_1x1 = (kh, kw, sh, sw, ph, pw, g) == (1, 1, 1, 1, 0, 0, 1) \
-        and h * wd <= GEMM_1X1_MAX_POSITIONS
-    if pool is None and g == 1 and (conv_gemm_wins(cin, cout, kh, kw, stride, ho, wo)
+        and h * wd <= lw.heuristics.conv.one_gemm_1x1_max_positions
+    if pool is None and g == 1 and (lw.heuristics.conv.gemm_wins(cin, kh, kw, stride, ho, wo)
                                     or small_1x1 and pro is not None):
         k = cin * kh * kw
         panels = lw.weights.panels((lw.const_key(node.inputs[1]), "^gemm"),

@@ -1,0 +1,90 @@
+"""The lowering's choices between kernels, per kernel copy: which convolution path wins depends
+on the vector width and the cache sizes the copy was measured on, so the numbers live here,
+keyed by the copy's name (`_native.isa()`), not in the ISA-agnostic rules.
+
+Only the AVX2 figures were measured (the docstrings say where). A copy with no measured entry
+takes its ``base``'s (the next copy down that has one) until someone measures it; `describe`
+says which figures a copy runs on, and `onemodel info` prints it."""
+from __future__ import annotations
+
+import attrs
+
+from . import _native
+
+
+@attrs.frozen
+class ConvHeuristics:
+    """When a convolution runs as an implicit GEMM (conv_gemm, om_conv_gemm.h) or a 1x1 one as
+    one GEMM (conv1x1_gemm) instead of on the direct kernel, whose 24-position tiles are mostly
+    empty on small output maps.
+
+    AVX2 (2-core AMD EPYC, 1 thread, + ReLU, GEMM / direct time, b1 and b4): 3x3 stride 1 at
+    2x2 512->512 0.24 / 0.22, 128->32 0.50 / 0.49; at 3x3 48->192 0.42 / 0.34; at 4x4 256->256
+    0.73 / 0.85, 128->64 0.81 / 0.83, 128->32 0.87 / 0.97; at 7x7 32->128 0.97 / 0.90; at 8x8
+    128->128 1.04 / 1.01 and at 15x15 / 16x16 1.16-1.45 (the direct kernel). Strided: 3x3 s2 to
+    2x2 256->512 0.31 / 0.28, to 8x8 64->128 0.91 / 0.91, 1x1 s2 to 8x8 64->128 0.63 / 0.65, to
+    2x2 256->512 0.32 / 0.28; a 3x3 s2 stem to 32x32 1.73 / 1.87. A 1x1 stride-1 convolution has
+    no window to gather, so the GEMM only pays off over many input channels: 512->128 at 8x8
+    0.74 / 0.78, 1024->512 at 4x4 0.88 / 0.85, 256->32 at 7x7 0.78 / 0.79, but 32->192 at 8x8
+    1.29 / 1.38, 160->960 at 2x2 1.09 / 1.08 (conv1x1_gemm), 256->128 at 16x16 0.98 / 0.96.
+    conv1x1_gemm (+ ReLU6): 160->960 at 2x2 58 -> 19 us, 96->576 at 4x4 42 -> 27 us; at 8x8
+    the two are even (17 vs 22, 19 vs 17 us) and from 16x16 the direct kernel wins."""
+
+    #: implicit GEMM for a kxk stride-1 convolution up to this many output positions
+    gemm_max_positions: int = 49
+    #: ... and for a strided one
+    gemm_max_positions_strided: int = 64
+    #: a 1x1 stride-1 convolution takes the implicit GEMM from this many input channels ...
+    gemm_1x1_min_cin: int = 256
+    #: ... on at most this many positions
+    gemm_1x1_max_positions: int = 64
+    #: 1x1 convolutions on maps of at most this many positions run as one GEMM (conv1x1_gemm)
+    one_gemm_1x1_max_positions: int = 36
+
+    def gemm_wins(self, cin: int, kh: int, kw: int, stride, ho: int, wo: int) -> bool:
+        """Whether a convolution of one group with no fused pool takes the implicit GEMM."""
+        positions = ho * wo
+        if (kh, kw) == (1, 1) and tuple(stride) == (1, 1):
+            return cin >= self.gemm_1x1_min_cin and positions <= self.gemm_1x1_max_positions
+        limit = self.gemm_max_positions if tuple(stride) == (1, 1) \
+            else self.gemm_max_positions_strided
+        return positions <= limit
+
+
+@attrs.frozen
+class Heuristics:
+    """Everything the lowering decides from measurements, for one kernel copy."""
+
+    conv: ConvHeuristics = ConvHeuristics()
+
+
+#: measured entries; the order of `_BASE` says which copy a missing one takes
+MEASURED: dict[str, Heuristics] = {"avx2": Heuristics()}
+#: a copy without a measured entry takes the first measured one in this chain
+_BASE = {"avx512": "avx2", "avx2-w16": "avx2", "generic": "avx2"}
+
+
+def source(isa: str) -> str:
+    """The copy whose measurements `for_isa(isa)` returns."""
+    seen = isa
+    while seen not in MEASURED:
+        if seen not in _BASE:
+            return "avx2"
+        seen = _BASE[seen]
+    return seen
+
+
+def for_isa(isa: str) -> Heuristics:
+    """The heuristics the lowering uses when `isa` is the kernel copy in use."""
+    return MEASURED[source(isa)]
+
+
+def current() -> Heuristics:
+    """The heuristics of the kernel copy in use now (plans are cached per copy)."""
+    return for_isa(_native.isa())
+
+
+def describe(isa: str) -> str:
+    """One line for `onemodel info`: where this copy's figures come from."""
+    src = source(isa)
+    return "measured" if src == isa else f"{src}'s (not measured on {isa})"

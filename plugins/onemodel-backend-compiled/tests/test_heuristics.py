@@ -1,0 +1,57 @@
+"""The lowering's kernel choices come from the heuristics of the kernel copy in use
+(heuristics.py), not from constants in the rules: a copy's own table changes the plan, a copy
+without measurements takes its base's, and `onemodel info` says which."""
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+import onemodel as om
+from onemodel import Tensor
+from onemodel_backend_compiled import _native, heuristics
+from onemodel_backend_compiled.platform import platform
+
+
+def _conv_plan(h: int) -> str:
+    rng = np.random.default_rng(3)
+    W = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+
+    def fn(x):
+        return om.ops.relu(om.ops.conv2d(x, Tensor.from_numpy(W), padding=1))
+
+    x = rng.standard_normal((2, 8, h, h)).astype(np.float32)
+    traced = om.trace(fn, Tensor.from_numpy(x), "batch", None, None, None)
+    return om.Session(traced, backend="compiled").plan_source({"input": x})
+
+
+def test_copies_without_measurements_take_their_base():
+    assert heuristics.source("avx2") == "avx2"
+    for isa in ("avx512", "avx2-w16", "generic", "some-future-isa"):
+        assert heuristics.source(isa) == "avx2"
+        assert heuristics.for_isa(isa) is heuristics.MEASURED["avx2"]
+        assert heuristics.describe(isa) == f"avx2's (not measured on {isa})"
+    assert heuristics.describe("avx2") == "measured"
+
+
+def test_the_copy_in_use_decides_the_convolution_path(monkeypatch):
+    assert "conv2d_gemm" in _conv_plan(4)  # 16 positions: the implicit GEMM (AVX2 figures)
+    src = heuristics.source(_native.isa())
+    never = attrs.evolve(heuristics.MEASURED[src],
+                         conv=heuristics.ConvHeuristics(gemm_max_positions=0))
+    monkeypatch.setitem(heuristics.MEASURED, src, never)
+    plan = _conv_plan(4)
+    assert "conv2d_gemm" not in plan and "conv2d_direct" in plan
+
+
+def test_gemm_wins_follows_its_fields():
+    conv = heuristics.ConvHeuristics(gemm_max_positions=9, gemm_max_positions_strided=4,
+                                     gemm_1x1_min_cin=32, gemm_1x1_max_positions=16)
+    assert conv.gemm_wins(8, 3, 3, (1, 1), 3, 3) and not conv.gemm_wins(8, 3, 3, (1, 1), 3, 4)
+    assert conv.gemm_wins(8, 3, 3, (2, 2), 2, 2) and not conv.gemm_wins(8, 3, 3, (2, 2), 3, 2)
+    assert conv.gemm_wins(32, 1, 1, (1, 1), 4, 4) and not conv.gemm_wins(31, 1, 1, (1, 1), 4, 4)
+    assert not conv.gemm_wins(32, 1, 1, (1, 1), 4, 5)
+
+
+def test_platform_says_where_the_heuristics_come_from():
+    info = platform()
+    assert info["heuristics"] == heuristics.describe(info["isa"])
