@@ -14,7 +14,8 @@ held to one thread by threadpoolctl. A shared machine moves these ratios: repeat
 ``PEERS=1`` adds the other peers of issue 26 when they are installed (`make bench` installs
 them): OpenVINO on the same ONNX file (one thread, f32, `onemodel.tools.peers`) and PyTorch eager
 at one thread on the model's twin (benchmarks/torch_twins.py, checked against numpy first), and
-prints compiled / the fastest peer of each round (``best``).
+prints compiled / the fastest peer of each round (``best``). ``PROFILE=1`` then prints where the
+compiled run's time goes (instruction_profile.py: each instruction timed alone).
 """
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ from onemodel.tools.bench import ort_runner  # noqa: E402
 from onemodel.tools.peers import openvino_runner, openvino_version  # noqa: E402
 
 from bench_models import CASES, model as traced_model, models  # noqa: E402
-from round_robin import interleave  # noqa: E402  (this folder is on sys.path)
+from instruction_profile import profile_line  # noqa: E402  (this folder is on sys.path)
+from round_robin import interleave  # noqa: E402
 
 
 def _torch_call(fn, traced, batch: int, x: np.ndarray, ref: np.ndarray):
@@ -71,7 +73,8 @@ def measure(name: str, batch: int, secs: float, peers: bool = False) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "model.onnx")
         traced.save_onnx(path)
-        engines = {"compiled": om.Session(traced, backend="compiled").run,
+        compiled = om.Session(traced, backend="compiled")
+        engines = {"compiled": compiled.run,
                    "numpy": om.Session(traced, backend="numpy").run}
         calls = {k: (lambda f=f: f(feeds)) for k, f in engines.items()}
         calls["ort"] = ort_runner(path, 1, feeds)
@@ -88,6 +91,7 @@ def measure(name: str, batch: int, secs: float, peers: bool = False) -> str:
                 call()
         err = float(np.max(np.abs(engines["compiled"](feeds)["output"].numpy() - ref)))
         med, ratio, rounds = interleave(calls, secs, best_of=best_of)
+        prof = "\n" + profile_line(compiled, feeds) if os.environ.get("PROFILE") == "1" else ""
     med = {k: v * 1e6 for k, v in med.items()}
     extra = "".join(f"  {k} {med[k]:9.1f} us  {k}/ort {ratio[k]:.2f}" for k in ("ov", "torch")
                     if k in med)
@@ -96,7 +100,7 @@ def measure(name: str, batch: int, secs: float, peers: bool = False) -> str:
     return (f"{name}-b{batch:<4} compiled {med['compiled']:9.1f} us  numpy {med['numpy']:9.1f} us"
             f"  ort {med['ort']:9.1f} us  compiled/ort {ratio['compiled']:.2f}"
             f"  numpy/ort {ratio['numpy']:.2f}{extra}  max |diff| {err:.1e}"
-            f"  rounds {rounds}")
+            f"  rounds {rounds}{prof}")
 
 
 def main(argv) -> None:

@@ -23,11 +23,10 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import statistics
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -40,7 +39,8 @@ import onemodel as om  # noqa: E402
 from onemodel.tools.bench import ort_runner  # noqa: E402
 
 import torch_onnx_models as tm  # noqa: E402
-from round_robin import interleave  # noqa: E402  (this folder is on sys.path)
+from instruction_profile import profile_line  # noqa: E402  (this folder is on sys.path)
+from round_robin import interleave  # noqa: E402
 
 SEQ = 16
 #: the issue's model list, as tests/torch_onnx_models.py builds them
@@ -49,37 +49,6 @@ MODELS = {**{k: tm.VISION_BUILDERS[k] for k in (
               "densenet121", "convnext_small", "vit_small", "mobilenet_v3_small",
               "squeezenet1_1")},
           **tm.TEXT_BUILDERS, "conv1d_audio": tm.conv1d_audio}
-
-
-def profile(session, feeds, repeats: int = 20) -> list[tuple[str, float]]:
-    """Seconds per op of one run: each native instruction and numpy step timed alone."""
-    from onemodel_backend_compiled import _native
-    from onemodel_backend_compiled import program as P
-    from onemodel_backend_compiled.lower import NativeSegment
-
-    arrays, env = session._check_feeds(feeds)
-    plan = session._compiled.plan(env)
-    per: dict = defaultdict(float)
-    bufs, _ = plan.buffers(arrays, plan._arena())
-    py: dict = {}
-    for seg in plan.segments:
-        if isinstance(seg, NativeSegment):
-            for ins, node in zip(seg.instructions, seg.nodes):
-                prog = P.assemble([ins])
-                ts = []
-                for _ in range(repeats):
-                    t0 = time.perf_counter()
-                    _native.run(prog, bufs)
-                    ts.append(time.perf_counter() - t0)
-                per[f"native {node.op}"] += statistics.median(ts)
-        else:
-            ts = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                plan._py_step(seg, bufs, py, arrays)
-                ts.append(time.perf_counter() - t0)
-            per[f"numpy {seg.node.op}"] += statistics.median(ts)
-    return sorted(per.items(), key=lambda kv: -kv[1])
 
 
 def fallbacks(session, feeds) -> Counter:
@@ -127,11 +96,7 @@ def measure(name: str, build, batches, secs: float, want_profile: bool, results:
                   f"{first_s * 1e3:.1f} ms  rounds {rounds}  on numpy: "
                   f"{dict(left) or 'nothing'}", flush=True)
             if want_profile:
-                prof = profile(compiled, feeds)
-                total = sum(t for _, t in prof)
-                print("    profile (alone, summed by op): " + ", ".join(
-                    f"{k} {t * 1e3:.3f} ms ({t / total:.0%})" for k, t in prof[:6]),
-                    flush=True)
+                print(profile_line(compiled, feeds), flush=True)
 
 
 def geomean(xs) -> float:
