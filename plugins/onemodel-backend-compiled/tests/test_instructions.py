@@ -104,6 +104,6 @@ def test_scratch_is_what_the_table_says():
     need = ins.scratch[1](fields)
     assert need == 16 * 8
     prog = P.assemble([P.instruction(P.I_BMM, *fields)])
-    plan_check.check_program(prog, [1 << 20, need, 1 << 20, 1 << 20])
+    plan_check.check_program(prog, [1 << 20, 4 * need, 1 << 20, 1 << 20])  # sizes in bytes
     with pytest.raises(plan_check.UnsafePlan, match="scratch"):
-        plan_check.check_program(prog, [1 << 20, need - 1, 1 << 20, 1 << 20])
+        plan_check.check_program(prog, [1 << 20, 4 * need - 4, 1 << 20, 1 << 20])

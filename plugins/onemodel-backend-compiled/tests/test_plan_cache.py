@@ -672,11 +672,11 @@ def _deep(fields, depth=400):
 
 
 def _infinite_arena(fields):
-    fields["arena_floats"] = float("inf")
+    fields["arena_bytes"] = float("inf")
 
 
 def _huge_arena(fields):
-    fields["arena_floats"] = 1 << 62
+    fields["arena_bytes"] = 1 << 62
 
 
 CRAFTED = {
@@ -693,16 +693,18 @@ CRAFTED = {
 }
 
 
-def test_the_schema_is_in_the_key(cache_dir, monkeypatch):
-    """Entries of the code before the frozen program (schema 1) are under other keys."""
+@pytest.mark.parametrize("old", [1, 2])
+def test_the_schema_is_in_the_key(cache_dir, monkeypatch, old):
+    """Entries of the code before the frozen program (schema 1) and before byte addresses
+    (schema 2) are under other keys."""
     from onemodel_backend_compiled import plan_cache
 
     shape, traced = _traced("mlp")
     s, _ = _run(traced, _feeds(shape, 1))
     ng = s._compiled
     key = ng.plan_cache.key(ng, {"batch": 1}, tuple(ng.graph.output_names))
-    assert plan_cache.SCHEMA >= 2
-    monkeypatch.setattr(plan_cache, "SCHEMA", 1)
+    assert plan_cache.SCHEMA >= 3
+    monkeypatch.setattr(plan_cache, "SCHEMA", old)
     monkeypatch.setattr(plan_cache, "_code_digest", None)
     assert ng.plan_cache.key(ng, {"batch": 1}, tuple(ng.graph.output_names)) != key
 
