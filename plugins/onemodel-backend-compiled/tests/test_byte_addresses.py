@@ -1,6 +1,6 @@
 """Addresses in the compiled program count bytes (issue 26): ``(buffer << 40) | byte offset``,
-made in one place (`program.addr`, from an element offset and its dtype), so that an int8 or bf16
-kernel can address its operands as the float32 ones do. Int64 data (token ids, an int mask,
+made in one place (`program.addr`, from an element offset and its dtype), so that an int8 or
+bf16 kernel can address its operands as the float32 ones do. Int64 data (token ids, an int mask,
 constant indices) is addressed by its own 8-byte elements, not as two floats; the arena counts
 bytes in 64-byte slots; plan_check bounds every address in bytes and refuses one that is not at
 a multiple of its element's size. Numbers are checked against numpy formulas written here."""
@@ -13,7 +13,7 @@ from onemodel_backend_compiled import instructions as T
 from onemodel_backend_compiled import plan_check
 from onemodel_backend_compiled import program as P
 from onemodel_backend_compiled.arena import Arena
-from onemodel_backend_compiled.lowered import Loc
+from onemodel_backend_compiled.lowered import Loc, NativeSegment
 
 import onemodel as om
 from onemodel.core.graph import GraphBuilder
@@ -59,7 +59,8 @@ def _ids_graph():
 
 
 def _instructions(prog):
-    return [i for seg in prog.segments if hasattr(seg, "instructions") for i in seg.instructions]
+    return [ins for seg in prog.segments if isinstance(seg, NativeSegment)
+            for ins in seg.instructions]
 
 
 @pytest.mark.parametrize("b", [1, 3])
@@ -127,8 +128,8 @@ def test_plan_check_bounds_addresses_in_bytes():
 @pytest.mark.parametrize("byte", [1, 2, 3])
 def test_an_address_off_its_float_element_is_refused(byte):
     with pytest.raises(plan_check.UnsafePlan,
-                       match=r"instruction 0 \(gemm\): a \(field 0\) is at byte %d of buffer 2, "
-                             r"not a multiple of its element's 4 bytes" % byte):
+                       match=r"instruction 0 \(gemm\): a \(field 0\) is at byte %d of "
+                             r"buffer 2, not a multiple of its element's 4 bytes" % byte):
         plan_check.check_program(_gemm(a=P.addr(2, 0) + byte), [1 << 12] * 4)
     with pytest.raises(plan_check.UnsafePlan, match=r"bias \(field 6\) is at byte"):
         plan_check.check_program(_gemm(bias=P.addr(0, 4) + byte), [1 << 12] * 4)
@@ -141,7 +142,8 @@ def test_an_int64_address_must_be_at_a_multiple_of_8_bytes():
                        match=r"\(gather\): idx \(field 4\) is at byte 4 of buffer 2, not a "
                              r"multiple of its element's 8 bytes"):
         plan_check.check_program(_gather(P.addr(2, 1)), sizes)
-    with pytest.raises(plan_check.UnsafePlan, match=r"indices \(field 4\) spans bytes \[8, 32\)"):
+    with pytest.raises(plan_check.UnsafePlan,
+                       match=r"indices \(field 4\) spans bytes \[8, 32\)"):
         plan_check.check_program(_gather(P.addr(2, 1, np.int64)), sizes[:2] + [31, sizes[3]])
 
 
