@@ -664,6 +664,22 @@ def _old_format(path):
     path.write_bytes(b"".join(bytes(c) for c in entry_file.encode(key, body, arrays)))
 
 
+def _float_offsets(fields):
+    """The program as schema 2 wrote it (an arena in floats, locations without a dtype) under
+    today's key: refused, never run with its addresses read as bytes."""
+    def strip(v):
+        if isinstance(v, dict):
+            if "O" in v and isinstance(v["O"], list) and v["O"][0] == "Loc":
+                v["O"][1].pop("dtype", None)
+            for x in v.values():
+                strip(x)
+        elif isinstance(v, list):
+            for x in v:
+                strip(x)
+    fields["arena_floats"] = fields.pop("arena_bytes") // 4
+    strip(fields)
+
+
 def _deep(fields, depth=400):
     v = 0
     for _ in range(depth):
@@ -688,6 +704,7 @@ CRAFTED = {
     "segments_a_number": lambda path: _rewrite(path, lambda f: f.__setitem__("segments", 5)),
     "no_body": lambda path: _write_raw(path, _entry_key(path), "null"),
     "old_format": _old_format,
+    "float_offsets": lambda path: _rewrite(path, _float_offsets),
     "another_record": lambda path: _rewrite(path, lambda f: f.__setitem__(
         "segments", {"O": ["Arena", {"free": {"L": []}, "top": 0, "peak": 0}]})),
 }
