@@ -1,7 +1,8 @@
-"""First-fit allocation of the scratch arena by liveness (offsets in floats, 64-byte aligned)."""
+"""First-fit allocation of the scratch arena by liveness (offsets and sizes in bytes, slots
+64-byte aligned: a vector load of any element type finds its operand aligned)."""
 from __future__ import annotations
 
-ALIGN = 16
+ALIGN = 64  # bytes
 
 
 class Arena:
@@ -46,5 +47,5 @@ class Arena:
 
     @property
     def size(self) -> int:
-        """The floats the arena needs (its high-water mark)."""
+        """The bytes the arena needs (its high-water mark)."""
         return self.peak

@@ -26,12 +26,11 @@ from onemodel.core.plan import CompiledGraph
 from onemodel.errors import OneModelError
 
 from . import _native, lowerings, plan_check
-from .arena import ALIGN
 from .lower import Lowering
 from .plan import NativePlan
 from .plan_cache import PlanCache
 from .rules import linear_rule
-from .weights import WeightBlock
+from .weights import ALIGN, WeightBlock
 
 
 class CompiledOptionError(OneModelError, ValueError):

@@ -18,9 +18,9 @@ from typing import Callable
 
 import attrs
 
-#: field kinds: an address (``(buffer << 40) | offset``, ``ADDR_OPT`` also -1 for none), a
-#: count (>= 1), a stride or padding (>= 0), a code (one of the field's ``codes``), a float's
-#: bits (anything)
+#: field kinds: an address (``(buffer << 40) | offset`` in bytes, ``ADDR_OPT`` also -1 for
+#: none), a count (>= 1), a stride or padding (>= 0, in elements of the operand it walks), a
+#: code (one of the field's ``codes``), a float's bits (anything)
 ADDR, ADDR_OPT, COUNT, STRIDE, CODE, FLOAT = "addr", "addr?", "count", "stride", "code", "float"
 KINDS = (ADDR, ADDR_OPT, COUNT, STRIDE, CODE, FLOAT)
 
@@ -30,11 +30,22 @@ GEMM_ACTS = frozenset(range(6))
 CONV_ACTS = frozenset(range(10))
 
 
+#: the element types an address may point at, by name: their sizes in bytes (an address's
+#: offset is a multiple of its element's size)
+ELEMENTS = {"f32": 4, "i64": 8}
+
+
 @attrs.frozen
 class Field:
     name: str
     kind: str = attrs.field(validator=attrs.validators.in_(KINDS))
     codes: frozenset | None = None  # the values a CODE field may hold
+    #: an address's element type (ELEMENTS): what the kernel reads or writes through it
+    element: str = attrs.field(default="f32", validator=attrs.validators.in_(ELEMENTS))
+
+    @property
+    def itemsize(self) -> int:
+        return ELEMENTS[self.element]
 
 
 @attrs.frozen
@@ -54,11 +65,13 @@ def _ceil(a: int, b: int) -> int:
 
 
 def _f(spec: str, codes=None) -> tuple:
-    """Fields from ``"name:kind name:kind ..."`` (every one of ``codes`` for a CODE)."""
+    """Fields from ``"name:kind name:kind ..."`` (every one of ``codes`` for a CODE; an
+    address of another element than float32 as ``name:addr:i64``)."""
     out = []
     for item in spec.split():
-        name, kind = item.split(":")
-        out.append(Field(name, kind, frozenset(codes[name]) if kind == CODE else None))
+        name, kind, *element = item.split(":")
+        out.append(Field(name, kind, frozenset(codes[name]) if kind == CODE else None,
+                         *element))
     return tuple(out)
 
 
@@ -149,7 +162,7 @@ TABLE: tuple[Instruction, ...] = (
         "scale:addr? shift:addr?", _CONV_ACT), (20, _conv_gemm_scratch),
         "20-29: convolution paths"),
     Instruction("GATHER", 30, "gather", _f(
-        "x:addr outer:count n:count inner:count idx:addr nidx:count out:addr negative:code",
+        "x:addr outer:count n:count inner:count idx:addr:i64 nidx:count out:addr negative:code",
         {"negative": (0, 1)}), comment="the text helper's range: 30-39"),
     Instruction("ATTN_MASK", 31, "attention", _f(
         _ATTN + " mask:addr m_s0:stride m_s1:stride m_row:stride m_col:stride is_bool:code",
@@ -180,7 +193,8 @@ VM_RANGES = (
 VM_OPCODES = {name: first + i for first, names, _ in VM_RANGES for i, name in enumerate(names)}
 #: the VM's limits: registers (of 64 floats), inputs, constants
 VM_MAXREG, VM_MAXIN, VM_MAXCONST = 16, 16, 32
-#: an address's offset bits: ``(buffer << BUF_SHIFT) | offset``
+#: an address's offset bits: ``(buffer << BUF_SHIFT) | offset`` in bytes (so that a kernel of
+#: any element type, int8 or bf16 too, addresses its operands the same way)
 BUF_SHIFT = 40
 
 
@@ -205,11 +219,17 @@ def header_text() -> str:
            " * The instruction format shared with program.py: each instruction is",
            " * [opcode, length, fields...] of int64; an address is (buffer << OM_BUF_SHIFT) |"
            " offset in",
-           " * floats, -1 for none. Buffers: 0 weights, 1 arena, then the feeds and outputs of"
+           " * bytes, -1 for none. Buffers: 0 weights, 1 arena, then the feeds and outputs of"
            " the run. */",
            "#ifndef OM_PROGRAM_H", "#define OM_PROGRAM_H",
            f"#define OM_BUF_SHIFT {BUF_SHIFT}",
-           "#define OM_OFF_MASK ((((int64_t)1) << OM_BUF_SHIFT) - 1)", "enum {"]
+           "#define OM_OFF_MASK ((((int64_t)1) << OM_BUF_SHIFT) - 1)",
+           "/* the pointer an address gives, to elements of type T (NULL for -1); OM_ADDR: to"
+           " floats */",
+           "#define OM_PTR(T, bufs, x) ((x) < 0 ? (T *)0 \\",
+           "    : (T *)(void *)((char *)(bufs)[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK)))",
+           "#define OM_ADDR(bufs, x) OM_PTR(float, bufs, x)",
+           "enum {"]
     for ins in TABLE:
         fields = "variable" if ins.fields is None else f"{len(ins.fields)} fields"
         note = f"; {ins.comment}" if ins.comment else ""
@@ -234,5 +254,5 @@ def header_text() -> str:
 
 
 __all__ = ["header_text", "TABLE", "BY_OPCODE", "Instruction", "Field", "VM_OPCODES",
-           "VM_RANGES", "VM_MAXREG", "VM_MAXIN", "VM_MAXCONST", "BUF_SHIFT", "GEMM_ACTS",
-           "CONV_ACTS", "KINDS", "conv_direct_scratch"]
+           "VM_RANGES", "VM_MAXREG", "VM_MAXIN", "VM_MAXCONST", "BUF_SHIFT", "ELEMENTS",
+           "GEMM_ACTS", "CONV_ACTS", "KINDS", "conv_direct_scratch"]

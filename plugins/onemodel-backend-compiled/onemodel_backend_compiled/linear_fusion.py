@@ -101,7 +101,7 @@ def shared_input(lw: Lowering, node, act_of, sum_inputs) -> bool:
     for n, width in zip(members, widths):
         out = n.outputs[0]
         shape = lw.shape(out)
-        view = Loc(buf.buf, buf.off + col, tuple(shape), _block_strides(shape, ntot), buf.alloc)
+        view = buf.with_view(shape, _block_strides(shape, ntot), buf.off + col)
         col += width
         lw.bind(out, view)
         if n is not node:
@@ -190,7 +190,7 @@ def _stacked_gemm(lw: Lowering, chunk, n_out: int, acc: Loc, resid: Loc | None) 
     side by side are one (rows, K) view with the same row stride."""
     first = chunk[0][0]
     ktot = sum(b[0].shape[-1] for b in chunk)
-    a = Loc(first.buf, first.off, first.shape[:-1] + (ktot,), first.strides, first.alloc)
+    a = first.with_view(first.shape[:-1] + (ktot,), first.strides)
     xl, m, kk, lda = lw.matrix(a)
     members = [b[1] for b in chunk]
     off = lw.weights.panels(_key(lw, members, "cat_k"),

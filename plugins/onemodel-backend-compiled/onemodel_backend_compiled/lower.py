@@ -2,15 +2,16 @@
 the weight block and one scratch arena) with numpy steps between them for ops without a
 lowering.
 
-Every value the native code touches is a `Loc`: a buffer, an offset and strides (in float32
-elements), so views (reshape, transpose, expand) are new strides over the same memory and cost
-nothing. A kernel that needs contiguous input gets a copy made right before it. Arena space is
-given out by liveness (a value's memory is reused once every value seeing it is dead).
+Every value the native code touches is a `Loc`: a buffer, an offset and strides (in elements of
+its dtype; `program.addr` makes the byte address an instruction holds), so views (reshape,
+transpose, expand) are new strides over the same memory and cost nothing. A kernel that needs
+contiguous input gets a copy made right before it. Arena space is given out by liveness (a
+value's memory is reused once every value seeing it is dead).
 
 Besides float32, native code sees two dtypes: bool values are stored as float32 0.0 / 1.0 (what
 numpy's promotion to float gives), so masks run in the pointwise VM; int64 values (an int feed
-such as token ids, its views, integer constants) keep their 8-byte elements, their `Loc` counted
-in float32 units (strides of 2 per element), and only the rules that ask (``loc(v, ints=True)``:
+such as token ids, its views, integer constants) keep their 8-byte elements, addressed by
+their own bytes (a `Loc` of dtype int64), and only the rules that ask (``loc(v, ints=True)``:
 views, gather indices, the VM's int64 load) read them.
 
 The result is plain data: `Lowering.program` gives the immutable `lowered.Program` that the plan
@@ -71,7 +72,7 @@ class Trial:
     arena: Arena = attrs.field(factory=Arena)
     temps: list = attrs.field(factory=list)           # scratch allocations freed after a node
     alloc_refs: dict = attrs.field(factory=dict)      # allocation -> values that see it
-    alloc_span: dict = attrs.field(factory=dict)      # allocation -> (offset, floats)
+    alloc_span: dict = attrs.field(factory=dict)      # allocation -> (offset, bytes)
     next_alloc: int = 0
 
     def copy(self) -> "Trial":
@@ -116,7 +117,8 @@ class Lowering:
             if t.dtype.numpy == np.float32:
                 self.locs[f] = Loc(2 + i, 0, t.shape, contiguous_strides(t.shape))
             elif t.dtype.numpy == np.int64:
-                self.locs[f] = Loc(2 + i, 0, t.shape, int_strides(t.shape))
+                self.locs[f] = Loc(2 + i, 0, t.shape, contiguous_strides(t.shape), None,
+                                   "int64")
             elif t.dtype.numpy == np.bool_:  # handed over as float32 0 / 1 (plan.feed_as)
                 self.locs[f] = Loc(2 + i, 0, t.shape, contiguous_strides(t.shape))
         self.numpy_kernels = numpy_kernels or {}
@@ -144,10 +146,13 @@ class Lowering:
         return value is not None and self.types[value].dtype.numpy == np.int64
 
     def new_alloc(self, n: int, owner: str | None) -> Loc:
-        off = self.arena.alloc(n)
+        """``n`` floats of the arena (which counts bytes)."""
+        nbytes = 4 * int(n)
+        at = self.arena.alloc(nbytes)
+        off = at // 4
         aid = self.next_alloc
         self.next_alloc += 1
-        self.alloc_span[aid] = (off, n)
+        self.alloc_span[aid] = (at, nbytes)
         self.alloc_refs[aid] = {owner} if owner is not None else set()
         if owner is None:
             self.temps.append(aid)
@@ -186,10 +191,10 @@ class Lowering:
             if not ints:
                 raise Unsupported(f"{value} is int64")
             if value not in self.locs and value in self.consts:
-                arr = np.ascontiguousarray(self.consts[value], dtype=np.int64)
-                off = self.weights.offset(("int64", self.const_key(value)),
-                                          lambda: arr.reshape(-1).view(np.float32))
-                self.locs[value] = Loc(P.WEIGHTS, off, tuple(arr.shape), int_strides(arr.shape))
+                arr = np.asarray(self.consts[value])
+                off = self.weights.ints(self.const_key(value), arr)
+                self.locs[value] = Loc(P.WEIGHTS, off, tuple(arr.shape),
+                                       contiguous_strides(arr.shape), None, "int64")
         if value in self.locs:
             return self.locs[value]
         if value in self.consts:
@@ -402,7 +407,7 @@ class Lowering:
             direct=[j in self.direct for j in range(len(self.wanted))], fetch=fetch,
             segments=segments, locs=self.locs,
             folded={k: self.consts[k] for k in sorted(self.folded) if k in self.consts},
-            arena_floats=int(self.arena.size), source=self.describe(segments))
+            arena_bytes=int(self.arena.size), source=self.describe(segments))
 
     def describe(self, segments=None) -> str:
         lines = [f"# compiled backend: {self.native_nodes} native node(s), "
@@ -410,7 +415,7 @@ class Lowering:
                  + (f" ({', '.join(sorted(set(self.fallback_nodes)))})"
                     if self.fallback_nodes else "")
                  + (f", {len(self.folded)} value(s) folded" if self.folded else "")
-                 + f"; arena {self.arena.size * 4} bytes"]
+                 + f"; arena {self.arena.size} bytes"]
         for seg in self.segments() if segments is None else segments:
             if isinstance(seg, NativeSegment):
                 lines.append("native segment:")
@@ -422,11 +427,6 @@ class Lowering:
                 lines.append(f"numpy: {seg.node.op} -> %{', %'.join(seg.node.outputs)}"
                              + (f"  (not native: {why})" if why else ""))
         return "\n".join(lines) + "\n"
-
-
-def int_strides(shape: Sequence[int]) -> tuple:
-    """Contiguous strides of int64 elements, in float32 units."""
-    return tuple(2 * s for s in contiguous_strides(shape))
 
 
 def squeeze_dims(shape, strides) -> tuple[tuple, tuple]:
@@ -452,4 +452,4 @@ for _f in attrs.fields(Trial):
 del _f
 
 __all__ = ["Lowering", "Trial", "Loc", "NativeSegment", "PyStep", "Program", "contiguous_strides",
-           "int_strides", "squeeze_dims", "signature_types"]
+           "squeeze_dims", "signature_types"]

@@ -54,17 +54,23 @@ def contiguous_strides(shape) -> tuple:
 
 @attrs.frozen
 class Loc:
-    """Where a float32 value lives for native code (lower's module doc)."""
+    """Where a value lives for native code (lower's module doc): offset and strides in
+    elements of ``dtype``, the type native memory holds it in (float32 for bools too)."""
 
     buf: int
     off: int
     shape: tuple
     strides: tuple
     alloc: int | None = None  # the arena allocation it sees (None: weights, feed, output)
+    dtype: str = "float32"
 
     @property
     def addr(self) -> int:
-        return P.addr(self.buf, self.off)
+        return P.addr(self.buf, self.off, self.dtype)
+
+    @property
+    def itemsize(self) -> int:
+        return P.itemsize(self.dtype)
 
     @property
     def size(self) -> int:
@@ -75,8 +81,10 @@ class Loc:
         return all(st == c for d, st, c in zip(self.shape, self.strides,
                                                contiguous_strides(self.shape)) if d != 1)
 
-    def with_view(self, shape, strides) -> "Loc":
-        return Loc(self.buf, self.off, tuple(shape), tuple(strides), self.alloc)
+    def with_view(self, shape, strides, off: int | None = None) -> "Loc":
+        """The same memory seen with another shape and strides (from element ``off``)."""
+        return Loc(self.buf, self.off if off is None else int(off), tuple(shape),
+                   tuple(strides), self.alloc, self.dtype)
 
 
 @attrs.frozen(eq=False)
@@ -124,7 +132,7 @@ class Program:
     locs: Mapping = attrs.field(converter=_frozen_map)  # value -> Loc of every native value
     #: constants folded for this signature (value -> array), beside the graph's initializers
     folded: Mapping = attrs.field(converter=_frozen_map)
-    arena_floats: int = 0  # the scratch arena's high-water mark (NativePlan allocates >= 16)
+    arena_bytes: int = 0  # the scratch arena's high-water mark (NativePlan allocates >= 64)
     source: str = ""       # what `describe` prints
 
 

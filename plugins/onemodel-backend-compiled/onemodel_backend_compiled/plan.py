@@ -20,18 +20,17 @@ class NativeError(OneModelError):
 
 
 def _view(bufs, loc: Loc) -> np.ndarray:
-    return np.ndarray(loc.shape, np.float32, buffer=bufs[loc.buf], offset=loc.off * 4,
-                      strides=tuple(s * 4 for s in loc.strides))
+    """The elements of a location, in the dtype native memory holds them in."""
+    size = loc.itemsize
+    return np.ndarray(loc.shape, loc.dtype, buffer=bufs[loc.buf], offset=loc.off * size,
+                      strides=tuple(s * size for s in loc.strides))
 
 
 def _typed(bufs, loc: Loc, dtype) -> np.ndarray:
-    """A value in native memory as numpy sees it: float32 as is, bool from its 0.0 / 1.0 floats
-    (a copy), int64 over its 8-byte elements (`lower` module doc)."""
-    if dtype == np.int64:
-        return np.ndarray(loc.shape, np.int64, buffer=bufs[loc.buf], offset=loc.off * 4,
-                          strides=tuple(s * 4 for s in loc.strides))
+    """A value in native memory as numpy sees it: float32 and int64 as they are, bool from
+    its 0.0 / 1.0 floats (a copy) (`lower` module doc)."""
     v = _view(bufs, loc)
-    return v if dtype == np.float32 else v.astype(dtype)
+    return v if v.dtype == np.dtype(dtype) else v.astype(dtype)
 
 
 def batch_of(program: Program, types) -> int:
@@ -65,7 +64,7 @@ class NativePlan:
         self.segments = program.segments
         self.output_names = program.output_names
         self.source = program.source
-        self.arena_floats = max(16, program.arena_floats)
+        self.arena_bytes = max(64, program.arena_bytes)
         self.feed_names = program.feeds
         types = self.types
         #: the dtype each feed is handed to native code in (None: not at all); a bool feed as
@@ -98,9 +97,9 @@ class NativePlan:
     def _new_arena(self) -> np.ndarray:
         """A scratch arena (plan_check bounds its size before a plan is built)."""
         try:
-            return np.empty(self.arena_floats, np.float32)
+            return np.empty(self.arena_bytes, np.uint8)
         except MemoryError:
-            raise NativeError(f"the compiled plan's scratch arena of {self.arena_floats * 4} "
+            raise NativeError(f"the compiled plan's scratch arena of {self.arena_bytes} "
                               f"bytes could not be allocated") from None
 
     def run(self, feeds) -> dict:
@@ -143,7 +142,7 @@ class NativePlan:
     def ready_arena(self) -> None:
         """Allocate one arena now (the plan cache does for a loaded plan: a size no memory
         holds is then a bad entry, not a failing run)."""
-        self._idle.append(np.empty(self.arena_floats, np.float32))
+        self._idle.append(np.empty(self.arena_bytes, np.uint8))
 
     def buffers(self, feeds, arena) -> tuple:
         """``(bufs, outs)``: the buffers a native call takes (weights, arena, the feeds as

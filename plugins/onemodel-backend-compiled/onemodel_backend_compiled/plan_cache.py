@@ -46,8 +46,9 @@ NAMESPACE = "compiled"
 #: packed weight blocks are files of their own (``w-<key>``), shared by the plans that read them
 WEIGHTS_PREFIX = "w-"
 #: bump when what an entry means changes in a way the code digest would not show (2: the body
-#: is a frozen `lowered.Program`, no longer the fields of a `Lowering`)
-SCHEMA = 2
+#: is a frozen `lowered.Program`, no longer the fields of a `Lowering`; 3: addresses in bytes,
+#: a `Loc` of its dtype's elements, the arena in bytes)
+SCHEMA = 3
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _code_digest: str | None = None
 _code_lock = threading.Lock()

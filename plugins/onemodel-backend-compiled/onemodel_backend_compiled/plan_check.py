@@ -12,16 +12,18 @@ the lowering makes is refused.
 
 Per instruction: the length its opcode has and every field by its kind, both from the
 instruction table (instructions.py: every count in [1, MAX_COUNT], every stride and padding in
-[0, MAX_COUNT], every code one its field allows, every address in a buffer of the run, -1 only
-where the field may be none); then one check function per opcode (`GEOMETRY`): every address
-inside its buffer with the whole extent the C kernel reads or writes through it (rows, columns,
-strides, channels, windows, groups, heads, the scratch each kernel lays out, including the
-slack its vector loops read past a row), for the sizes of THIS run: the weight block's used
-floats, the arena the plan declares, each feed and each output as the run's shapes make them
-(a plan stored for another batch reads past the feeds and is refused); the geometry of windows
-(an output size that is what the input, window, stride, padding and dilation give); activation,
-mode and flag codes that the kernels know; VM registers, inputs and constants in range. The
-arena itself must be an int in [0, MAX_ARENA_FLOATS] (checked before anything is allocated).
+[0, MAX_COUNT], every code one its field allows, every address in a buffer of the run at a
+multiple of its element's size (addresses count bytes; strides and sizes count elements), -1
+only where the field may be none); then one check function per opcode (`GEOMETRY`): every
+address inside its buffer with the whole extent the C kernel reads or writes through it (rows,
+columns, strides, channels, windows, groups, heads, the scratch each kernel lays out, including
+the slack its vector loops read past a row), for the sizes of THIS run in bytes: the weight
+block's used part, the arena the plan declares, each feed and each output as the run's shapes
+make them (a plan stored for another batch reads past the feeds and is refused); the geometry of
+windows (an output size that is what the input, window, stride, padding and dilation give);
+activation, mode and flag codes that the kernels know; VM registers, inputs and constants in
+range. The arena itself must be an int in [0, MAX_ARENA_BYTES] (checked before anything is
+allocated).
 """
 from __future__ import annotations
 
@@ -37,8 +39,8 @@ from . import program as P
 from .instructions import CONV_ACTS, GEMM_ACTS, conv_direct_scratch
 from .plan_codec import BadEntry
 
-#: the largest scratch arena a plan may declare, in float32 elements (16 GiB)
-MAX_ARENA_FLOATS = 1 << 32
+#: the largest scratch arena a plan may declare, in bytes (16 GiB)
+MAX_ARENA_BYTES = 1 << 34
 #: the largest count, stride or padding in an instruction (an offset's 40 bits)
 MAX_COUNT = (1 << P.BUF_SHIFT) - 1
 #: a pool's window per axis (a convolution's is bounded by its scratch)
@@ -84,6 +86,13 @@ class _Ins:
             elif kind in (T.ADDR, T.ADDR_OPT):
                 self.address(i, field.name, optional=kind == T.ADDR_OPT)
 
+    def itemsize(self, i: int) -> int:
+        """The bytes of an element at the address in field ``i`` (the instruction table's
+        element of the field; float32 in a variable-length instruction)."""
+        if self.spec is not None and self.spec.fields is not None and i < len(self.spec.fields):
+            return self.spec.fields[i].itemsize
+        return 4
+
     def scratch(self) -> None:
         """The scratch field holds the floats the table's formula gives for these fields."""
         at, floats = self.spec.scratch
@@ -107,9 +116,10 @@ class _Ins:
             self.fail(f"{name} (field {i}) is {v}, not one of {sorted(allowed)}")
         return v
 
-    def address(self, i: int, name: str, optional: bool = False):
-        """``(buffer, offset)`` of the address in field ``i`` (None for -1 where ``optional``):
-        the executor looks its buffer up even where the kernel then ignores it."""
+    def address(self, i: int, name: str, optional: bool = False, itemsize: int | None = None):
+        """``(buffer, byte offset)`` of the address in field ``i`` (None for -1 where
+        ``optional``), at a multiple of its element's size: the executor looks its buffer up
+        even where the kernel then ignores it."""
         a = self.f[i]
         if a < 0:
             if optional and a == -1:
@@ -118,22 +128,26 @@ class _Ins:
         buf, off = a >> P.BUF_SHIFT, a & ((1 << P.BUF_SHIFT) - 1)
         if buf >= len(self.sizes):
             self.fail(f"{name} (field {i}) names buffer {buf} of {len(self.sizes)}")
+        size = self.itemsize(i) if itemsize is None else itemsize
+        if off % size:
+            self.fail(f"{name} (field {i}) is at byte {off} of buffer {buf}, not a multiple "
+                      f"of its element's {size} bytes")
         return buf, off
 
-    def region(self, i: int, name: str, dims, extra: int = 0, optional: bool = False,
-               write: bool = False) -> None:
-        """The address in field ``i`` with ``dims`` ((count, stride), ...) from it, and
-        ``extra`` floats more past the last element, inside its buffer. A region written
-        (``write``) has every element once: no kernel writes one twice, so its loops are
-        bounded by its buffer."""
-        at = self.address(i, name, optional)
+    def region(self, i: int, name: str, dims, optional: bool = False, write: bool = False,
+               itemsize: int | None = None) -> None:
+        """The address in field ``i`` with ``dims`` ((count, stride) in elements, ...) from
+        it inside its buffer. A region written (``write``) has every element once: no kernel
+        writes one twice, so its loops are bounded by its buffer."""
+        size = self.itemsize(i) if itemsize is None else itemsize
+        at = self.address(i, name, optional, size)
         if at is None or any(c <= 0 for c, _ in dims):
             return
         buf, off = at
-        end = off + 1 + sum((c - 1) * s for c, s in dims) + extra
+        end = off + (1 + sum((c - 1) * s for c, s in dims)) * size
         if any(s < 0 for _, s in dims) or end > self.sizes[buf]:
-            self.fail(f"{name} (field {i}) spans [{off}, {end}) of buffer {buf}, which "
-                      f"holds {self.sizes[buf]} floats")
+            self.fail(f"{name} (field {i}) spans bytes [{off}, {end}) of buffer {buf}, which "
+                      f"holds {self.sizes[buf]}")
         if write:
             reach = 1
             for c, s in sorted(((c, s) for c, s in dims if c > 1), key=lambda d: d[1]):
@@ -214,7 +228,7 @@ def _vm(c: _Ins) -> None:
     for i in range(nin):
         at = 10 + 5 * i
         st = [c.stride(at + 1 + j, f"input {i} stride {j}") for j in range(4)]
-        c.region(at, f"input {i}", list(zip(shape, st)), extra=1 if i in int_inputs else 0)
+        c.region(at, f"input {i}", list(zip(shape, st)), itemsize=8 if i in int_inputs else 4)
 
 
 def _softmax(c: _Ins) -> None:  # x, y, rows, cols
@@ -378,7 +392,7 @@ def _gather(c: _Ins) -> None:  # x, outer, n, inner, idx, nidx, out, negative
     outer, n, inner, nidx = (c.count(i, s) for i, s in ((1, "outer"), (2, "rows"),
                                                         (3, "inner"), (5, "indices")))
     c.flat(0, "x", outer * n * inner)
-    c.region(4, "indices", [(nidx, 2)], extra=1)  # int64: two floats each
+    c.flat(4, "indices", nidx)  # int64 elements (the table's element of the field)
     c.flat(6, "out", outer * nidx * inner)
     c.code(7, "negative", {0, 1})
 
@@ -438,7 +452,7 @@ CHECKS = {ins.opcode: (None if ins.fields is None else len(ins.fields), GEOMETRY
 
 
 def check_program(program: np.ndarray, sizes: list, where: str = "program") -> int:
-    """Check every instruction of one native program against buffers of ``sizes`` floats;
+    """Check every instruction of one native program against buffers of ``sizes`` bytes;
     the number of instructions."""
     if not isinstance(program, np.ndarray) or program.dtype != np.int64 or program.ndim != 1:
         raise UnsafePlan(f"{where}: not an int64 vector")
@@ -468,32 +482,34 @@ def check_program(program: np.ndarray, sizes: list, where: str = "program") -> i
     return idx
 
 
-def arena_floats(program) -> int:
-    """The arena a plan declares (NativePlan allocates max(16, this)), refused when it is not
-    an int in [0, MAX_ARENA_FLOATS]: before anything is allocated."""
-    size = getattr(program, "arena_floats", None)
-    if type(size) is not int or not 0 <= size <= MAX_ARENA_FLOATS:
-        raise UnsafePlan(f"arena of {size!r} floats (at most {MAX_ARENA_FLOATS})")
-    return max(16, size)
+def arena_bytes(program) -> int:
+    """The arena a plan declares (NativePlan allocates max(64, this)), refused when it is not
+    an int in [0, MAX_ARENA_BYTES]: before anything is allocated."""
+    size = getattr(program, "arena_bytes", None)
+    if type(size) is not int or not 0 <= size <= MAX_ARENA_BYTES:
+        raise UnsafePlan(f"arena of {size!r} bytes (at most {MAX_ARENA_BYTES})")
+    return max(64, size)
+
+
+#: the bytes of an element of each dtype as native code holds it (a bool as a float32 0 / 1)
+_NATIVE_BYTES = {np.dtype(np.float32): 4, np.dtype(np.bool_): 4, np.dtype(np.int64): 8}
 
 
 def buffer_sizes(program, types, weights) -> list:
-    """The floats of each buffer a run of ``program`` hands to native code (plan.NativePlan's
+    """The bytes of each buffer a run of ``program`` hands to native code (plan.NativePlan's
     `buffers`): the weight block's used part, the arena, the feeds as native code reads them
     (0 for one it does not get), the outputs written directly (0 for the others)."""
-    sizes = [int(weights.used), arena_floats(program)]
+    sizes = [4 * int(weights.used), arena_bytes(program)]
     for f in program.feeds:
         t = types[f]
-        per = {np.dtype(np.float32): 1, np.dtype(np.bool_): 1, np.dtype(np.int64): 2}.get(
-            np.dtype(t.dtype.numpy), 0)
-        sizes.append(per * math.prod(t.shape))
+        sizes.append(_NATIVE_BYTES.get(np.dtype(t.dtype.numpy), 0) * math.prod(t.shape))
     for j, w in enumerate(program.wanted):
-        sizes.append(math.prod(types[w].shape) if program.direct[j] else 0)
+        sizes.append(4 * math.prod(types[w].shape) if program.direct[j] else 0)
     return sizes
 
 
 def _check_loc(loc, sizes, what: str, ints: bool = False) -> None:
-    """A location numpy views (an int64 value's last element is two floats: ``ints``)."""
+    """A location numpy views: of dtype int64 for an int64 value (``ints``), else float32."""
     from .lowered import Loc
 
     if not isinstance(loc, Loc) or type(loc.buf) is not int or type(loc.off) is not int \
@@ -501,16 +517,19 @@ def _check_loc(loc, sizes, what: str, ints: bool = False) -> None:
             or len(loc.shape) != len(loc.strides) \
             or not all(type(v) is int for v in loc.shape + loc.strides):
         raise UnsafePlan(f"{what}: not a location")
+    want = "int64" if ints else "float32"
+    if type(loc.dtype) is not str or loc.dtype != want:
+        raise UnsafePlan(f"{what}: a location of {loc.dtype!r} elements, not {want}")
     if not 0 <= loc.buf < len(sizes) or loc.off < 0 or any(d < 0 for d in loc.shape):
         raise UnsafePlan(f"{what}: outside the run's buffers")
     if math.prod(loc.shape) == 0:
         return
+    size = loc.itemsize
     lo = loc.off + sum((d - 1) * s for d, s in zip(loc.shape, loc.strides) if s < 0)
-    hi = loc.off + 1 + sum((d - 1) * s for d, s in zip(loc.shape, loc.strides) if s > 0) \
-        + (1 if ints else 0)
-    if lo < 0 or hi > sizes[loc.buf]:
-        raise UnsafePlan(f"{what}: spans [{lo}, {hi}) of buffer {loc.buf}, which holds "
-                         f"{sizes[loc.buf]} floats")
+    hi = loc.off + 1 + sum((d - 1) * s for d, s in zip(loc.shape, loc.strides) if s > 0)
+    if lo < 0 or hi * size > sizes[loc.buf]:
+        raise UnsafePlan(f"{what}: spans bytes [{lo * size}, {hi * size}) of buffer "
+                         f"{loc.buf}, which holds {sizes[loc.buf]}")
 
 
 def check(program, graph, weights, types=None) -> None:
@@ -580,5 +599,5 @@ def _check(program, graph, weights, types) -> None:
             raise UnsafePlan(f"folded value {name!r} is not in the graph")
 
 
-__all__ = ["check", "check_program", "buffer_sizes", "UnsafePlan", "MAX_ARENA_FLOATS",
+__all__ = ["check", "check_program", "buffer_sizes", "UnsafePlan", "MAX_ARENA_BYTES",
            "MAX_COUNT", "MAX_WINDOW", "CHECKS", "GEOMETRY", "lowered_checks_enabled", "ENV_FLAG"]

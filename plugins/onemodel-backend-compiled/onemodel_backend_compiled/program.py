@@ -2,8 +2,10 @@
 (instructions.py, which csrc/om_program.h is generated from).
 
 A program is a flat int64 array: each instruction is ``[opcode, length, fields...]``. An address
-is ``(buffer << 40) | offset`` in float32 elements, -1 for none; buffer 0 is the weight block,
-1 the scratch arena, then the run's feeds and outputs. Floats travel as the bits of a double.
+is ``(buffer << 40) | offset`` in bytes, -1 for none (`addr` makes every one, from an element
+offset and the element's dtype: float32 data, int64 token ids, later int8 or bf16, each at its
+own bytes); buffer 0 is the weight block, 1 the scratch arena, then the run's feeds and outputs.
+Strides and sizes stay in elements of the operand. Floats travel as the bits of a double.
 """
 from __future__ import annotations
 
@@ -32,8 +34,15 @@ ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "gelu": 4
 CONV_ACTIVATIONS = {**ACTIVATIONS, "clip": 6, "hardswish": 7, "hardsigmoid": 8, "swish": 9}
 
 
-def addr(buf: int, offset: int) -> int:
-    return (buf << BUF_SHIFT) | int(offset)
+def itemsize(dtype) -> int:
+    """The bytes of one element of ``dtype`` (a numpy dtype or its name)."""
+    return np.dtype(dtype).itemsize
+
+
+def addr(buf: int, offset: int, dtype="float32") -> int:
+    """The address of element ``offset`` (of ``dtype``) of buffer ``buf``: the one place an
+    address is made."""
+    return (buf << BUF_SHIFT) | (int(offset) * itemsize(dtype))
 
 
 def fbits(x: float) -> int:
@@ -50,5 +59,5 @@ def assemble(instructions: list[list[int]]) -> np.ndarray:
     return np.asarray(flat, dtype=np.int64)
 
 
-__all__ = ["addr", "fbits", "instruction", "assemble", "ACTIVATIONS", "CONV_ACTIVATIONS", "NAMES", "WEIGHTS",
-           "ARENA"]
+__all__ = ["addr", "itemsize", "fbits", "instruction", "assemble", "ACTIVATIONS",
+           "CONV_ACTIVATIONS", "NAMES", "WEIGHTS", "ARENA"]

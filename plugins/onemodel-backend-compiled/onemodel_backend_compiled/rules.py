@@ -80,7 +80,7 @@ def index_view(lw: Lowering, node, params):
             raise Unsupported(f"index item {item!r}")
     if tuple(shape) != tuple(lw.shape(out)) or 0 in shape:
         raise Unsupported("index shape")
-    lw.bind(out, Loc(loc.buf, off, tuple(shape), tuple(strides), loc.alloc))
+    lw.bind(out, loc.with_view(shape, strides, off))
 
 
 def expand_view(lw: Lowering, node, params):

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from . import program as P
-from .lower import Loc, Lowering, contiguous_strides, squeeze_dims
+from .lower import Lowering, contiguous_strides, squeeze_dims
 from .pointwise import COPY, EQ, ISNAN, LE, LOADI64, LT, NE, WHERE, Unsupported, VMBuilder
 from .vm_emit import emit_vm
 
@@ -74,15 +74,14 @@ def _take(lw: Lowering, node, x: str, ind: str, axis, negative: bool) -> None:
             strides = tuple(loc.strides[:axis]) + istrides + tuple(loc.strides[axis + 1:])
             if shape != tuple(lw.shape(out)):
                 raise Unsupported("take: shape")
-            lw.bind(out, Loc(loc.buf, loc.off + int(flat[0]) * st, shape, strides, loc.alloc))
+            lw.bind(out, loc.with_view(shape, strides, loc.off + int(flat[0]) * st))
             return
-        off = lw.weights.offset(("int64", lw.const_key(ind)),
-                                lambda: np.ascontiguousarray(consts.reshape(-1)).view(np.float32))
-        iaddr, nidx = P.addr(P.WEIGHTS, off), consts.size
+        off = lw.weights.ints(lw.const_key(ind), consts)
+        iaddr, nidx = P.addr(P.WEIGHTS, off, np.int64), consts.size
     else:
         il = lw.loc(ind, ints=True)
         shape, strides = squeeze_dims(il.shape, il.strides)
-        if len(shape) > 1 or (shape and strides[0] != 2):
+        if len(shape) > 1 or (shape and strides[0] != 1):
             raise Unsupported("take: strided indices")
         iaddr, nidx = il.addr, il.size
     if loc.strides[-1] != 1 or not loc.contiguous:

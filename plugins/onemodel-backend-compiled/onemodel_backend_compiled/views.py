@@ -78,7 +78,7 @@ def split_view(lw: Lowering, node, params):
         raise Unsupported("split shapes")
     off = loc.off
     for o, s in zip(node.outputs, shapes):
-        lw.bind(o, Loc(loc.buf, off, tuple(s), loc.strides, loc.alloc))
+        lw.bind(o, loc.with_view(s, loc.strides, off))
         off += s[axis] * loc.strides[axis]
 
 

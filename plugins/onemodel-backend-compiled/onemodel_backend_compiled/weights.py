@@ -7,7 +7,8 @@ import threading
 
 import numpy as np
 
-from .arena import ALIGN
+#: an entry's alignment in floats (64 bytes)
+ALIGN = 16
 
 
 def pack_panels(b_kn: np.ndarray) -> np.ndarray:
@@ -56,6 +57,11 @@ class WeightBlock:
                 arr = np.zeros(int(floats), np.float32)
                 arr[:self._size] = self.array[:self._size]
                 self.array = arr
+
+    def ints(self, key, value: np.ndarray) -> int:
+        """An int64 constant's offset in int64 elements (entries are 64-byte aligned)."""
+        arr = np.ascontiguousarray(value, dtype=np.int64).reshape(-1)
+        return self.offset(("int64", key), lambda: arr.view(np.float32)) // 2
 
     def plain(self, name: str, value: np.ndarray) -> int:
         return self.offset(("plain", name), lambda: value.astype(np.float32))

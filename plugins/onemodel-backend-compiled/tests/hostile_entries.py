@@ -26,6 +26,7 @@ from onemodel_backend_compiled.lowered import split_program
 
 F = "f"  # a float's bits: not an address or a size (skipped)
 A, N, S, C, R = "addr", "count", "stride", "code", "reg"
+A8 = "addr of int64"  # an address of 8-byte elements: half an element off is refused too
 O = "vm opcode"  # a VM instruction's opcode: the gaps between the opcode ranges too
 #: the kind of each field of each instruction, from the field lists in csrc/ (written out
 #: here, not taken from plan_check, so the two are independent)
@@ -45,7 +46,7 @@ KINDS = {
     P.I_CONV_GEMM: [A, N, N, N, N, N, N, N, S, S, N, N, N, N, N, N, A, A, C, A, A, F, F,
                     A, A, A],
     P.I_MEAN_ROWS: [A, N, N, A],
-    P.I_GATHER: [A, N, N, N, A, N, A, C],
+    P.I_GATHER: [A, N, N, N, A8, N, A, C],
     P.I_LSTM: [N, N, N, A, A, A, A, A, A, A, S, S, A, A, C, A],
     P.I_GRU: [N, N, N, A, A, A, A, A, A, A, S, S, A, A, C, A],
 }
@@ -66,10 +67,14 @@ def kinds(ins: list) -> list:
 
 
 def hostile(kind: str, value: int, sizes: list) -> list:
-    """Out of range, negative, huge, 2^62, one past the end."""
-    if kind == A:
+    """Out of range, negative, huge, 2^62, one past the end (sizes in bytes), a byte off its
+    element (half an element for int64)."""
+    if kind in (A, A8):
         buf = value >> P.BUF_SHIFT if value >= 0 else 1
-        return [-2, 1 << 62, P.addr(buf, sizes[buf]), P.addr(len(sizes), 0)]
+        out = [-2, 1 << 62, (buf << P.BUF_SHIFT) | sizes[buf], P.addr(len(sizes), 0)]
+        if value >= 0:
+            out += [value + 1] + ([value + 4] if kind == A8 else [])
+        return out
     if kind == N:
         return [-1, 0, 1 << 31, 1 << 62]
     if kind == S:
@@ -232,7 +237,7 @@ class Entry:
 
     def with_arena(self, peak):
         body = copy.deepcopy(self.body)
-        program(body)["arena_floats"] = peak
+        program(body)["arena_bytes"] = peak
         return body, self.arrays
 
 
@@ -276,10 +281,10 @@ def main(name, out_path):
     path = ng.plan_cache.path(key)
     plan = ng.plan(env, None)
     prog, types = plan.program, plan.types
-    sizes = [ng.weights.used, max(16, prog.arena_floats)]
-    sizes += [int(np.prod(types[f].shape)) * (2 if types[f].dtype.numpy == np.int64
-                                              else 1) for f in prog.feeds]
-    sizes += [int(np.prod(types[w].shape)) if d else 0
+    sizes = [4 * ng.weights.used, max(64, prog.arena_bytes)]  # in bytes
+    sizes += [int(np.prod(types[f].shape)) * (8 if types[f].dtype.numpy == np.int64
+                                              else 4) for f in prog.feeds]
+    sizes += [4 * int(np.prod(types[w].shape)) if d else 0
               for d, w in zip(prog.direct, prog.wanted)]
     entry = Entry(path, key)
     results = []
@@ -294,7 +299,7 @@ def main(name, out_path):
                 bad = list(ins)
                 bad[2 + j] = v
                 record([P.NAMES[op], op, j, kind, v], *entry.with_instruction(s_, i, bad))
-    for peak in (10 ** 12, 1e12, float("inf"), float("nan"), -1, 0, prog.arena_floats // 2,
+    for peak in (10 ** 12, 1e12, float("inf"), float("nan"), -1, 0, prog.arena_bytes // 2,
                  1 << 62):
         record(["arena", None, None, "peak", repr(peak)], *entry.with_arena(peak))
     # a plan stored for a big batch under this batch's key

@@ -25,6 +25,22 @@ def test_the_committed_header_is_what_the_tool_writes():
     assert done.returncode == 0, done.stderr
 
 
+def test_only_the_generated_header_decodes_an_address():
+    """Addresses count bytes: one macro (OM_ADDR / OM_PTR, om_program.h) turns one into a
+    pointer; a kernel header with a decoding of its own (``>> OM_BUF_SHIFT``) would read it in
+    its own units."""
+    csrc = os.path.dirname(HEADER)
+    own = []
+    for name in sorted(os.listdir(csrc)):
+        with open(os.path.join(csrc, name), encoding="utf-8") as f:
+            if name != "om_program.h" and "OM_BUF_SHIFT" in f.read():
+                own.append(name)
+    assert not own, own
+    header = T.header_text()
+    assert "#define OM_ADDR(bufs, x) OM_PTR(float, bufs, x)" in header
+    assert "(char *)(bufs)[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK)" in header
+
+
 def test_the_tool_notices_a_stale_header(tmp_path, monkeypatch):
     import importlib.util
 
@@ -104,6 +120,6 @@ def test_scratch_is_what_the_table_says():
     need = ins.scratch[1](fields)
     assert need == 16 * 8
     prog = P.assemble([P.instruction(P.I_BMM, *fields)])
-    plan_check.check_program(prog, [1 << 20, need, 1 << 20, 1 << 20])
+    plan_check.check_program(prog, [1 << 20, 4 * need, 1 << 20, 1 << 20])  # sizes in bytes
     with pytest.raises(plan_check.UnsafePlan, match="scratch"):
-        plan_check.check_program(prog, [1 << 20, need - 1, 1 << 20, 1 << 20])
+        plan_check.check_program(prog, [1 << 20, 4 * need - 4, 1 << 20, 1 << 20])

@@ -664,6 +664,22 @@ def _old_format(path):
     path.write_bytes(b"".join(bytes(c) for c in entry_file.encode(key, body, arrays)))
 
 
+def _float_offsets(fields):
+    """The program as schema 2 wrote it (an arena in floats, locations without a dtype) under
+    today's key: refused, never run with its addresses read as bytes."""
+    def strip(v):
+        if isinstance(v, dict):
+            if "O" in v and isinstance(v["O"], list) and v["O"][0] == "Loc":
+                v["O"][1].pop("dtype", None)
+            for x in v.values():
+                strip(x)
+        elif isinstance(v, list):
+            for x in v:
+                strip(x)
+    fields["arena_floats"] = fields.pop("arena_bytes") // 4
+    strip(fields)
+
+
 def _deep(fields, depth=400):
     v = 0
     for _ in range(depth):
@@ -672,11 +688,11 @@ def _deep(fields, depth=400):
 
 
 def _infinite_arena(fields):
-    fields["arena_floats"] = float("inf")
+    fields["arena_bytes"] = float("inf")
 
 
 def _huge_arena(fields):
-    fields["arena_floats"] = 1 << 62
+    fields["arena_bytes"] = 1 << 62
 
 
 CRAFTED = {
@@ -688,21 +704,24 @@ CRAFTED = {
     "segments_a_number": lambda path: _rewrite(path, lambda f: f.__setitem__("segments", 5)),
     "no_body": lambda path: _write_raw(path, _entry_key(path), "null"),
     "old_format": _old_format,
+    "float_offsets": lambda path: _rewrite(path, _float_offsets),
     "another_record": lambda path: _rewrite(path, lambda f: f.__setitem__(
         "segments", {"O": ["Arena", {"free": {"L": []}, "top": 0, "peak": 0}]})),
 }
 
 
-def test_the_schema_is_in_the_key(cache_dir, monkeypatch):
-    """Entries of the code before the frozen program (schema 1) are under other keys."""
+@pytest.mark.parametrize("old", [1, 2])
+def test_the_schema_is_in_the_key(cache_dir, monkeypatch, old):
+    """Entries of the code before the frozen program (schema 1) and before byte addresses
+    (schema 2) are under other keys."""
     from onemodel_backend_compiled import plan_cache
 
     shape, traced = _traced("mlp")
     s, _ = _run(traced, _feeds(shape, 1))
     ng = s._compiled
     key = ng.plan_cache.key(ng, {"batch": 1}, tuple(ng.graph.output_names))
-    assert plan_cache.SCHEMA >= 2
-    monkeypatch.setattr(plan_cache, "SCHEMA", 1)
+    assert plan_cache.SCHEMA >= 3
+    monkeypatch.setattr(plan_cache, "SCHEMA", old)
     monkeypatch.setattr(plan_cache, "_code_digest", None)
     assert ng.plan_cache.key(ng, {"batch": 1}, tuple(ng.graph.output_names)) != key
 

@@ -100,11 +100,9 @@ static long SFX(conv_gemm_rows)(long K, long M) {
 }
 
 static void SFX(conv_gemm)(const int64_t *f, float **bufs) {
-#define CADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
-    const float *x = CADDR(f[0]), *wp = CADDR(f[16]), *bias = CADDR(f[17]);
-    float *out = CADDR(f[19]), *scr = CADDR(f[20]);
-    SFX(Pro) pro = {CADDR(f[23]), CADDR(f[24]), CADDR(f[25])};  /* batch norm + ReLU, or none */
-#undef CADDR
+    const float *x = OM_ADDR(bufs, f[0]), *wp = OM_ADDR(bufs, f[16]), *bias = OM_ADDR(bufs, f[17]);
+    float *out = OM_ADDR(bufs, f[19]), *scr = OM_ADDR(bufs, f[20]);
+    SFX(Pro) pro = {OM_ADDR(bufs, f[23]), OM_ADDR(bufs, f[24]), OM_ADDR(bufs, f[25])};  /* batch norm + ReLU, or none */
     long Nn = f[1], Cin = f[2], H = f[3], W = f[4], Cout = f[5], kh = f[6], kw = f[7];
     long ph = f[8], pw = f[9], dh = f[10], dw = f[11], sh = f[12], sw = f[13];
     long Ho = f[14], Wo = f[15];

@@ -682,11 +682,9 @@ static void SFX(phase_planes)(const float *xg, float *xp, long cig, long H, long
 static __attribute__((noinline)) void SFX(conv_direct_range)(const int64_t *f, float **bufs,
                                                             long n_lo, long n_hi,
                                                             float *scr_part) {
-#define CADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
-    const float *x = CADDR(f[0]), *wpk = CADDR(f[15]), *bias = CADDR(f[16]);
-    float *out = CADDR(f[18]), *scr = CADDR(f[19]);
-    SFX(Pro) pro = {CADDR(f[25]), CADDR(f[26]), CADDR(f[27])};  /* batch norm + ReLU, or none */
-#undef CADDR
+    const float *x = OM_ADDR(bufs, f[0]), *wpk = OM_ADDR(bufs, f[15]), *bias = OM_ADDR(bufs, f[16]);
+    float *out = OM_ADDR(bufs, f[18]), *scr = OM_ADDR(bufs, f[19]);
+    SFX(Pro) pro = {OM_ADDR(bufs, f[25]), OM_ADDR(bufs, f[26]), OM_ADDR(bufs, f[27])};  /* batch norm + ReLU, or none */
     long Nn = f[1], Cin = f[2], H = f[3], W = f[4], Cout = f[5], kh = f[6], kw = f[7];
     long ph = f[8], pw = f[9], dh = f[10], dw = f[11], G = f[12], Ho = f[13], Wo = f[14];
     int act = (int)f[17], pool = (int)f[20];
@@ -828,10 +826,8 @@ static long SFX(conv_direct_scratch)(const int64_t *f) { return f[28]; }
 /* images [n_lo, n_hi) only: each image's rows of the transposed input and of the GEMM's
  * result have their own place in the scratch, so parts of a split share it */
 static void SFX(conv1x1_range)(const int64_t *f, float **bufs, long n_lo, long n_hi) {
-#define CADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
-    const float *x = CADDR(f[0]), *wp = CADDR(f[5]), *bias = CADDR(f[6]);
-    float *out = CADDR(f[8]), *scr = CADDR(f[9]);
-#undef CADDR
+    const float *x = OM_ADDR(bufs, f[0]), *wp = OM_ADDR(bufs, f[5]), *bias = OM_ADDR(bufs, f[6]);
+    float *out = OM_ADDR(bufs, f[8]), *scr = OM_ADDR(bufs, f[9]);
     long Nn = f[1], Cin = f[2], HW = f[3], Cout = f[4];
     int act = (int)f[7];
     double d0, d1;
@@ -992,7 +988,6 @@ static __attribute__((noinline)) void SFX(vm_block)(const int64_t *code, long nc
 #include "om_split.h"
 
 /* -- executor ----------------------------------------------------------------------------------- */
-#define ADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
 
 /* pool: the run's intra-op threads (NULL: this thread only); see om_split.h */
 static long SFX(execute)(const int64_t *prog, long n, float **bufs, om_pool *pool) {
@@ -1005,10 +1000,10 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs, om_pool *poo
         if (pool && SFX(try_split)(op, f, bufs, pool)) { pc += len; idx++; continue; }
         switch (op) {
         case I_GEMM: {
-            SFX(Epi) e = {ADDR(f[6]), (int)f[7], ADDR(f[8]), f[9], (int)f[12]};
-            SFX(gemm)(f[2], f[3], f[4], ADDR(f[0]), f[1], ADDR(f[5]), ADDR(f[10]), f[11], &e);
+            SFX(Epi) e = {OM_ADDR(bufs, f[6]), (int)f[7], OM_ADDR(bufs, f[8]), f[9], (int)f[12]};
+            SFX(gemm)(f[2], f[3], f[4], OM_ADDR(bufs, f[0]), f[1], OM_ADDR(bufs, f[5]), OM_ADDR(bufs, f[10]), f[11], &e);
             break; }
-        case I_BMM: SFX(bmm_range)(f, bufs, 0, f[0], ADDR(f[14]), 1); break;
+        case I_BMM: SFX(bmm_range)(f, bufs, 0, f[0], OM_ADDR(bufs, f[14]), 1); break;
         case I_VM: SFX(vm_range)(f, bufs, 0, SFX(vm_items)(f)); break;
         case I_MEAN_ROWS: SFX(mean_range)(f, bufs, 0, f[1]); break;
         case I_SOFTMAX: SFX(softmax_range)(f, bufs, 0, f[2]); break;
@@ -1031,10 +1026,10 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs, om_pool *poo
         case I_CONCAT: {
             /* out, outer, row, nin, (addr, len, offset) * nin: input i's rows of len floats
              * written at offset in each row of the output */
-            float *o = ADDR(f[0]);
+            float *o = OM_ADDR(bufs, f[0]);
             long outer = f[1], row = f[2], nin = f[3];
             for (long i = 0; i < nin; i++) {
-                const float *x = ADDR(f[4 + 3 * i]);
+                const float *x = OM_ADDR(bufs, f[4 + 3 * i]);
                 long len = f[5 + 3 * i], off = f[6 + 3 * i];
                 for (long r = 0; r < outer; r++)
                     memcpy(o + r * row + off, x + r * len, len * sizeof(float));
@@ -1042,8 +1037,8 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs, om_pool *poo
             break; }
         case I_COPY: {
             /* src, dst, shape[6], sstride[6]  (dst contiguous) */
-            const float *s = ADDR(f[0]);
-            float *dd = ADDR(f[1]);
+            const float *s = OM_ADDR(bufs, f[0]);
+            float *dd = OM_ADDR(bufs, f[1]);
             const int64_t *sh = f + 2, *st = f + 8;
             for (long a = 0; a < sh[0]; a++)
              for (long b = 0; b < sh[1]; b++)
@@ -1070,5 +1065,4 @@ static long SFX(execute)(const int64_t *prog, long n, float **bufs, om_pool *poo
     }
     return -1;
 }
-#undef ADDR
 #undef V8

@@ -3,8 +3,8 @@
  *
  * Bools are float32 0.0 / 1.0 (numpy's bool -> float promotion), so a comparison, isnan, cast or
  * where is one VM op; NaN compares unequal to everything, as in numpy. Int64 values (token ids,
- * an int mask) are read by VM_LOADI64 (their strides in float32 units, two per element) and by
- * the gather's indices. */
+ * an int mask) are read by VM_LOADI64 and by the gather's indices, at their own 8-byte elements
+ * (vm_range steps an int64 input's pointer by two floats per element). */
 
 /* the VM's mask ops, spliced into vm_block's switch (rd, ra, rb: registers; n: lanes) */
 #define OM_VM_MASK_CASES \
@@ -24,19 +24,17 @@
  * they must be in [0, n) as torch's embedding). Every index is checked before anything is
  * written: 0 when one is out of range (the plan re-runs the segment on numpy to name the node). */
 static int SFX(gather)(const int64_t *f, float **bufs) {
-#define ADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
-    const float *x = ADDR(f[0]);
+    const float *x = OM_ADDR(bufs, f[0]);
     long outer = f[1], n = f[2], inner = f[3], nidx = f[5], lo = f[7] ? -n : 0;
-    const float *ip = ADDR(f[4]);
-    float *o = ADDR(f[6]);
-#undef ADDR
+    const int64_t *ip = OM_PTR(const int64_t, bufs, f[4]);
+    float *o = OM_ADDR(bufs, f[6]);
     for (long i = 0; i < nidx; i++) {
-        int64_t k; memcpy(&k, ip + 2 * i, 8);
+        int64_t k; memcpy(&k, ip + i, 8);
         if (k < lo || k >= n) return 0;
     }
     for (long a = 0; a < outer; a++)
         for (long i = 0; i < nidx; i++) {
-            int64_t k; memcpy(&k, ip + 2 * i, 8);
+            int64_t k; memcpy(&k, ip + i, 8);
             if (k < 0) k += n;
             const float *src = x + (a * n + k) * inner;
             float *dst = o + (a * nidx + i) * inner;

@@ -118,14 +118,13 @@ static void SFX(gru_n_row)(const float *a, const float *z, const float *hp, floa
     }
 }
 
-#define RADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
 static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
     long T = f[0], B = f[1], H = f[2], ystep = f[10], yrow = f[11];
     int lstm = op == I_LSTM, rev = (int)(f[14] & 1), lbr = (int)((f[14] >> 1) & 1);
     long G = lstm ? 4 : 3, GH = G * H;
-    const float *pre = RADDR(f[3]), *w = RADDR(f[4]), *w2 = RADDR(f[5]), *bias = RADDR(f[6]);
-    const float *h0 = RADDR(f[7]), *c0 = RADDR(f[8]);
-    float *y = RADDR(f[9]), *hn = RADDR(f[12]), *cn = RADDR(f[13]), *S = RADDR(f[15]);
+    const float *pre = OM_ADDR(bufs, f[3]), *w = OM_ADDR(bufs, f[4]), *w2 = OM_ADDR(bufs, f[5]), *bias = OM_ADDR(bufs, f[6]);
+    const float *h0 = OM_ADDR(bufs, f[7]), *c0 = OM_ADDR(bufs, f[8]);
+    float *y = OM_ADDR(bufs, f[9]), *hn = OM_ADDR(bufs, f[12]), *cn = OM_ADDR(bufs, f[13]), *S = OM_ADDR(bufs, f[15]);
     float *q = S, *rh = S + B * GH, *qn = rh + B * H;
     /* the state before the first step: h0, or zeros in hn (written again at the end) */
     const float *hp = h0;
@@ -164,4 +163,3 @@ static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
     }
     for (long b = 0; b < B; b++) memcpy(hn + b * H, hp + b * ldh, H * sizeof(float));
 }
-#undef RADDR

@@ -28,15 +28,13 @@ static double om_split_min_work = OM_SPLIT_MIN_WORK;  /* _native.split_min_work 
                                         caught up by the others */
 #endif
 
-#define RADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
-
 /* I_BMM, batches [lo, hi): nb, A, sa, lda, B, sb, bk, bn, out, so, M, K, N, act, scratch.
  * With B shared by the batches (sb = 0) it is packed once: by this call when pack_shared,
  * else already in S (om_split's prep) */
 static void SFX(bmm_range)(const int64_t *f, float **bufs, long lo, long hi, float *S,
                            int pack_shared) {
     long M = f[10], K = f[11], N = f[12];
-    float *A = RADDR(f[1]), *B = RADDR(f[4]), *C = RADDR(f[8]);
+    float *A = OM_ADDR(bufs, f[1]), *B = OM_ADDR(bufs, f[4]), *C = OM_ADDR(bufs, f[8]);
     SFX(Epi) e = {0, 0, 0, 0, (int)f[13]};
     for (long b = lo; b < hi; b++) {
         if (f[5] != 0 || (b == lo && pack_shared)) SFX(pack_b)(B + b * f[5], K, N, f[6], f[7], S);
@@ -51,7 +49,7 @@ static void SFX(vm_range)(const int64_t *f, float **bufs, long lo, long hi) {
     float reg[VM_MAXREG * VM_BLK];
     long nin = f[0];
     const int64_t *shape = f + 1;
-    float *out = RADDR(f[5]);
+    float *out = OM_ADDR(bufs, f[5]);
     const int64_t *ostr = f + 6;
     const int64_t *ins = f + 10;
     long ncode = ins[5 * nin];
@@ -63,7 +61,11 @@ static void SFX(vm_range)(const int64_t *f, float **bufs, long lo, long hi) {
     }
     float *base[VM_MAXIN], *inp[VM_MAXIN];
     long istr[VM_MAXIN];
-    for (long i = 0; i < nin; i++) { base[i] = RADDR(ins[5 * i]); istr[i] = ins[5 * i + 4]; }
+    long wide[VM_MAXIN];  /* floats per element: 2 for an int64 input (one VM_LOADI64 reads) */
+    for (long i = 0; i < nin; i++) wide[i] = 1;
+    for (long i = 0; i < ncode; i++)
+        if (code[4 * i] == VM_LOADI64 && code[4 * i + 2] >= 0 && code[4 * i + 2] < nin) wide[code[4 * i + 2]] = 2;
+    for (long i = 0; i < nin; i++) { base[i] = OM_ADDR(bufs, ins[5 * i]); istr[i] = ins[5 * i + 4] * wide[i]; }
     long nblk = (shape[3] + VM_BLK - 1) / VM_BLK;
     if (nblk == 0) return;
     for (long r = lo / nblk; r * nblk < hi; r++) {
@@ -72,7 +74,7 @@ static void SFX(vm_range)(const int64_t *f, float **bufs, long lo, long hi) {
         long b1 = (r + 1) * nblk > hi ? hi - r * nblk : nblk;
         float *o = out + i0 * ostr[0] + i1 * ostr[1] + i2 * ostr[2];
         for (long j = 0; j < nin; j++)
-            inp[j] = base[j] + i0 * ins[5 * j + 1] + i1 * ins[5 * j + 2] + i2 * ins[5 * j + 3]
+            inp[j] = base[j] + (i0 * ins[5 * j + 1] + i1 * ins[5 * j + 2] + i2 * ins[5 * j + 3]) * wide[j]
                      + b0 * VM_BLK * istr[j];
         for (long bk = b0; bk < b1; bk++) {
             long i3 = bk * VM_BLK;
@@ -109,8 +111,8 @@ static double SFX(vm_cost)(const int64_t *f) {
 
 /* I_MEAN_ROWS, rows [lo, hi): x, rows, cols, out: the mean of each contiguous row */
 static void SFX(mean_range)(const int64_t *f, float **bufs, long lo, long hi) {
-    const float *x = RADDR(f[0]);
-    float *y = RADDR(f[3]);
+    const float *x = OM_ADDR(bufs, f[0]);
+    float *y = OM_ADDR(bufs, f[3]);
     long cols = f[2];
     for (long r = lo; r < hi; r++) y[r] = SFX(sum)(x + r * cols, cols) / (float)cols;
 }
@@ -118,16 +120,16 @@ static void SFX(mean_range)(const int64_t *f, float **bufs, long lo, long hi) {
 /* I_SOFTMAX, rows [lo, hi): x, y, rows, cols */
 static void SFX(softmax_range)(const int64_t *f, float **bufs, long lo, long hi) {
     long cols = f[3];
-    const float *x = RADDR(f[0]);
-    float *y = RADDR(f[1]);
+    const float *x = OM_ADDR(bufs, f[0]);
+    float *y = OM_ADDR(bufs, f[1]);
     for (long r = lo; r < hi; r++) SFX(softmax_row)(x + r * cols, y + r * cols, cols, 1.0f, 1);
 }
 
 /* I_LAYERNORM, rows [lo, hi): x, y, rows, cols, gamma, beta, eps */
 static void SFX(layernorm_range)(const int64_t *f, float **bufs, long lo, long hi) {
     long cols = f[3];
-    const float *x = RADDR(f[0]), *g = RADDR(f[4]), *bt = RADDR(f[5]);
-    float *y = RADDR(f[1]);
+    const float *x = OM_ADDR(bufs, f[0]), *g = OM_ADDR(bufs, f[4]), *bt = OM_ADDR(bufs, f[5]);
+    float *y = OM_ADDR(bufs, f[1]);
     double epsd; memcpy(&epsd, f + 6, 8);
     float eps = (float)epsd;
     for (long r = lo; r < hi; r++) {
@@ -178,20 +180,20 @@ static void SFX(attn_range)(const int64_t *f, float **bufs, long lo, long hi, fl
     double scd; memcpy(&scd, f + 6, 8);
     float scale = (float)scd;
     const int64_t *Q = f + 7, *Kd = f + 11, *Vd = f + 15, *O = f + 19;
-    float *kp = scr ? scr : RADDR(f[23]), *S = kp + (sk + 15) / 16 * 16 * d;
+    float *kp = scr ? scr : OM_ADDR(bufs, f[23]), *S = kp + (sk + 15) / 16 * 16 * d;
     float *vp = S + sq * sk, *sums = vp + (dv + 15) / 16 * 16 * sk;
     SFX(Epi) none = {0, 0, 0, 0, ACT_NONE};
     for (long h = lo; h < hi; h++) {
         long b0 = h / nb1, b1 = h % nb1;
-        const float *q = RADDR(Q[0]) + b0 * Q[1] + b1 * Q[2];
-        const float *k = RADDR(Kd[0]) + b0 * Kd[1] + b1 * Kd[2];
-        const float *v = RADDR(Vd[0]) + b0 * Vd[1] + b1 * Vd[2];
-        float *o = RADDR(O[0]) + b0 * O[1] + b1 * O[2];
+        const float *q = OM_ADDR(bufs, Q[0]) + b0 * Q[1] + b1 * Q[2];
+        const float *k = OM_ADDR(bufs, Kd[0]) + b0 * Kd[1] + b1 * Kd[2];
+        const float *v = OM_ADDR(bufs, Vd[0]) + b0 * Vd[1] + b1 * Vd[2];
+        float *o = OM_ADDR(bufs, O[0]) + b0 * O[1] + b1 * O[2];
         SFX(pack_bt)(k, d, sk, Kd[3], kp);
         SFX(gemm)(sq, d, sk, q, Q[3], kp, S, sk, &none);
         float rs = scale;
         if (masked) {  /* S scaled and masked first (om_masks.h) */
-            SFX(attn_mask)(S, sq, sk, scale, RADDR(f[24]) + b0 * f[25] + b1 * f[26], f[27],
+            SFX(attn_mask)(S, sq, sk, scale, OM_ADDR(bufs, f[24]) + b0 * f[25] + b1 * f[26], f[27],
                            f[28], (int)f[29]);
             rs = 1.0f;
         }
@@ -210,8 +212,8 @@ static void SFX(attn_range)(const int64_t *f, float **bufs, long lo, long hi, fl
 static void SFX(pool_range)(int isavg, const int64_t *f, float **bufs, long lo, long hi) {
     long H = f[2], W = f[3], kh = f[4], kw = f[5], sh = f[6], sw = f[7];
     long ph = f[8], pw = f[9], Ho = f[10], Wo = f[11];
-    const float *x = RADDR(f[0]) + lo * H * W;
-    float *out = RADDR(f[12]) + lo * Ho * Wo;
+    const float *x = OM_ADDR(bufs, f[0]) + lo * H * W;
+    float *out = OM_ADDR(bufs, f[12]) + lo * Ho * Wo;
     long NC = hi - lo;
     float inv = 1.0f / (float)(kh * kw);
     if (!isavg && kh == 3 && kw == 3 && sh == 2 && sw == 2
@@ -359,16 +361,16 @@ static void SFX(range)(int64_t op, const int64_t *f, float **bufs, int mode, lon
                        float *scr) {
     switch (op) {
     case I_GEMM: {
-        SFX(Epi) e = {RADDR(f[6]), (int)f[7], RADDR(f[8]), f[9], (int)f[12]};
+        SFX(Epi) e = {OM_ADDR(bufs, f[6]), (int)f[7], OM_ADDR(bufs, f[8]), f[9], (int)f[12]};
         long M = f[2], np = (f[4] + 15) / 16;
         if (mode == 0)
-            SFX(gemm_part)(6 * lo, 6 * hi < M ? 6 * hi : M, 0, np, f[3], f[4], RADDR(f[0]),
-                           f[1], RADDR(f[5]), RADDR(f[10]), f[11], &e);
+            SFX(gemm_part)(6 * lo, 6 * hi < M ? 6 * hi : M, 0, np, f[3], f[4], OM_ADDR(bufs, f[0]),
+                           f[1], OM_ADDR(bufs, f[5]), OM_ADDR(bufs, f[10]), f[11], &e);
         else
-            SFX(gemm_part)(0, M, lo, hi, f[3], f[4], RADDR(f[0]), f[1], RADDR(f[5]),
-                           RADDR(f[10]), f[11], &e);
+            SFX(gemm_part)(0, M, lo, hi, f[3], f[4], OM_ADDR(bufs, f[0]), f[1], OM_ADDR(bufs, f[5]),
+                           OM_ADDR(bufs, f[10]), f[11], &e);
         break; }
-    case I_BMM: SFX(bmm_range)(f, bufs, lo, hi, scr ? scr : RADDR(f[14]), 0); break;
+    case I_BMM: SFX(bmm_range)(f, bufs, lo, hi, scr ? scr : OM_ADDR(bufs, f[14]), 0); break;
     case I_ATTN: case I_ATTN_MASK:
         SFX(attn_range)(f, bufs, lo, hi, scr, op == I_ATTN_MASK);
         break;
@@ -409,9 +411,8 @@ static int SFX(try_split)(int64_t op, const int64_t *f, float **bufs, om_pool *p
     if (s.scratch > 0 && !om_pool_reserve(pool, s.scratch)) return 0;
     if (!om_pool_start(pool)) return 0;
     if (op == I_BMM && f[5] == 0)  /* one B for every batch: packed once, before the parts */
-        SFX(pack_b)(RADDR(f[4]), f[11], f[12], f[6], f[7], RADDR(f[14]));
+        SFX(pack_b)(OM_ADDR(bufs, f[4]), f[11], f[12], f[6], f[7], OM_ADDR(bufs, f[14]));
     SFX(job_t) job = {op, f, bufs, s.mode, s.scratch > 0, s.items, nparts, pool};
     om_pool_run(pool, nparts, SFX(job_part), &job);
     return 1;
 }
-#undef RADDR
