@@ -48,6 +48,7 @@
 #define OM_COPY_AUTO 1
 #define OM_COPY_TARGET "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"
 #define OM_VEC_MINMAX 1
+#define OM_LANES16 1  /* the 16-lane kernels, where om_kernels.h has them (om_wide.h) */
 #include "om_copy.h"
 #endif
 

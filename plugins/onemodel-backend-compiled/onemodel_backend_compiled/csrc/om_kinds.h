@@ -41,9 +41,18 @@ static int SFX(attn_mask_run)(const int64_t *f, float **bufs) {
     SFX(attn_range)(f, bufs, 0, f[0] * f[1], 0, 1);
     return 1;
 }
-static int SFX(conv1x1_run)(const int64_t *f, float **bufs) { SFX(conv1x1_gemm)(f, bufs); return 1; }
-static int SFX(conv_direct_run)(const int64_t *f, float **bufs) { SFX(conv_direct)(f, bufs); return 1; }
-static int SFX(conv_gemm_run)(const int64_t *f, float **bufs) { SFX(conv_gemm)(f, bufs); return 1; }
+static int SFX(conv1x1_run)(const int64_t *f, float **bufs) {
+    SFX(conv1x1_gemm)(f, bufs);
+    return 1;
+}
+static int SFX(conv_direct_run)(const int64_t *f, float **bufs) {
+    SFX(conv_direct)(f, bufs);
+    return 1;
+}
+static int SFX(conv_gemm_run)(const int64_t *f, float **bufs) {
+    SFX(conv_gemm)(f, bufs);
+    return 1;
+}
 static int SFX(maxpool_run)(const int64_t *f, float **bufs) {
     SFX(pool_range)(0, f, bufs, 0, f[1]);
     return 1;
