@@ -40,12 +40,14 @@ def test_the_compiled_backend_says_which_kernel_copy_runs():
     if "compiled" not in om.backends():
         pytest.skip("the compiled backend is not installed")
     info = backend_platforms()["compiled"]
-    assert info["isa"] in ("avx2", "generic")
+    assert info["isa"] in ("avx512", "avx2", "generic")
+    pipes = 2 if info["isa"] in ("avx512", "avx2") else 1
     if cpu_ghz():
-        assert info["peak_gflops"] == pytest.approx(info["lanes"] * 2 * (2 if info["isa"] == "avx2"
-                                                                         else 1) * cpu_ghz(),
+        assert info["peak_gflops"] == pytest.approx(info["lanes"] * 2 * pipes * cpu_ghz(),
                                                     rel=0.01)
-    assert info["isa"] in platform_text(info)
+    assert info["isa"] in platform_text(info) and info["kernels"]
+    mixed = dict(info, isa="avx512", kernels="avx512 (gemm) + avx2 (18)")
+    assert platform_text(mixed).startswith("avx512 (kernels: avx512 (gemm) + avx2 (18))")
     assert cpu_name()
 
 

@@ -55,6 +55,8 @@ def backend_platforms() -> dict[str, dict]:
 def platform_text(info: dict) -> str:
     """``"avx2, peak 67.2 GFLOP/s per core"`` for one backend's platform mapping."""
     text = str(info.get("isa", "?"))
+    if info.get("kernels") and info["kernels"] != info.get("isa"):  # kernels from other copies
+        text += f" (kernels: {info['kernels']})"
     if info.get("peak_gflops"):
         text += f", peak {info['peak_gflops']:g} GFLOP/s per core"
     if info.get("heuristics") not in (None, "measured"):

@@ -1,5 +1,6 @@
 """Builds the kernel library at install time (pip alone; nothing is compiled at run time).
-Portable flags only: the AVX2 copy of the kernels is enabled per function and chosen at import.
+Portable flags only: the AVX2 and AVX-512 copies of the kernels are enabled per function
+(csrc/om_copy.h) and chosen per kernel at import.
 -fno-trapping-math lets GCC vectorise the branch-free math (exp, erf, GELU: 3-4x); results are
 unchanged (it only drops the assumption that a float comparison may trap). Never -ffast-math."""
 from setuptools import Extension, setup
@@ -18,7 +19,11 @@ setup(ext_modules=[Extension(
              "onemodel_backend_compiled/csrc/om_program.h",
              "onemodel_backend_compiled/csrc/om_pool.h",
              "onemodel_backend_compiled/csrc/om_rnn.h",
-             "onemodel_backend_compiled/csrc/om_split.h"],
+             "onemodel_backend_compiled/csrc/om_split.h",
+             "onemodel_backend_compiled/csrc/om_kind.h",
+             "onemodel_backend_compiled/csrc/om_kinds.h",
+             "onemodel_backend_compiled/csrc/om_copy.h",
+             "onemodel_backend_compiled/csrc/om_exec.h"],
     extra_compile_args=["-O3", "-std=gnu11", "-fno-math-errno", "-fno-trapping-math",
                         "-fno-strict-aliasing",
                         "-Wno-unused-function", "-Wno-psabi"],

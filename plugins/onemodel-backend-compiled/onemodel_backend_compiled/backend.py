@@ -25,7 +25,7 @@ from onemodel import cache as disk_cache
 from onemodel.core.plan import CompiledGraph
 from onemodel.errors import OneModelError
 
-from . import _native, lowerings, plan_check
+from . import _native, dispatch, lowerings, plan_check
 from .lower import Lowering
 from .plan import NativePlan
 from .plan_cache import PlanCache
@@ -48,6 +48,7 @@ class CompiledBackend:
     options = ("threads", "max_plans", "cache")
 
     def __init__(self, threads=None, max_plans: int = 32, cache=None) -> None:
+        dispatch.check()  # a bad $ONEMODEL_COMPILED_ISA is named here
         self.name = "compiled"
         self.requested_threads = None if threads is None else _positive("threads", threads)
         self.threads = self.requested_threads or 1

@@ -7,9 +7,9 @@ program.py's opcodes and names, plan_check's field counts, typed field checks an
 and csrc/om_program.h itself, written by ``tools/gen_program_header.py`` (a test checks that the
 committed header is what the tool writes). The VM's opcodes (pointwise.py) are here too.
 
-Adding an instruction: a row here, then run the tool; its kernel and executor case in csrc/, its
-rule, its geometry check in plan_check.py and a model in tests/hostile_entries.py (see
-docs/guide/backends.md, "Adding an instruction").
+Adding an instruction: a row here, then run the tool; its kernel in csrc/ and its entry in the
+kind table (csrc/om_kinds.h), its rule, its geometry check in plan_check.py and a model in
+tests/hostile_entries.py (see docs/guide/backends.md, "Adding an instruction").
 """
 from __future__ import annotations
 
@@ -175,6 +175,10 @@ TABLE: tuple[Instruction, ...] = (
 )
 
 BY_OPCODE = {ins.opcode: ins for ins in TABLE}
+assert len(BY_OPCODE) == len(TABLE), "two instructions share an opcode"
+#: the native kind table's size (om_kind.h): opcodes are 0 .. OPCODE_LIMIT - 1
+OPCODE_LIMIT = 100
+assert all(0 < op < OPCODE_LIMIT for op in BY_OPCODE), "an opcode outside the kind table"
 
 #: the pointwise VM's opcodes (pointwise.py, csrc/om_kernels.h ``vm_block``), by range:
 #: (first opcode, names, comment)
@@ -239,6 +243,12 @@ def header_text() -> str:
     for ins in TABLE:
         if ins.fields is not None:
             out.append(f"#define I_{ins.key}_FIELDS {len(ins.fields)}")
+    out.append(f"#define OM_OPCODE_LIMIT {OPCODE_LIMIT}  /* opcodes are 0 .. this - 1 */")
+    out.append("/* the kind table's rows (om_kinds.h): X(opcode, key), key the C name in lower case"
+               " */")
+    out.append("#define OM_KINDS(X) \\")
+    out += [f"    X(I_{ins.key}, {ins.key.lower()})" + (" \\" if i < len(TABLE) - 1 else "")
+            for i, ins in enumerate(TABLE)]
     out.append("enum {")
     for first, names, comment in VM_RANGES:
         if comment:
@@ -255,4 +265,4 @@ def header_text() -> str:
 
 __all__ = ["header_text", "TABLE", "BY_OPCODE", "Instruction", "Field", "VM_OPCODES",
            "VM_RANGES", "VM_MAXREG", "VM_MAXIN", "VM_MAXCONST", "BUF_SHIFT", "ELEMENTS",
-           "GEMM_ACTS", "CONV_ACTS", "KINDS", "conv_direct_scratch"]
+           "GEMM_ACTS", "CONV_ACTS", "KINDS", "conv_direct_scratch", "OPCODE_LIMIT"]

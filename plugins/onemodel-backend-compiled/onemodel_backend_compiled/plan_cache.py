@@ -5,13 +5,14 @@ signatures whose blocks are laid out alike), so a new process skips lowering and
 
 The key is a SHA-256 of everything an entry depends on: the graph (structure, params, types,
 guards, outputs, and a SHA-256 of every constant's bytes), the sizes of the symbolic axes, the
-outputs asked for, the kernel copy in use (``_native.isa()``) and the heuristics the lowering
-takes for it (``heuristics.current()``, which a caller may replace at run time), this plugin's
-sources and native library and the core's sources (path, size, modification time), numpy's
-version, and for each op the graph names (its nodes' ops and the members of its fused chains,
-whose formulas the plan compiles) its provider and distribution version, its kernels (by the
-text of their source files) and its traits (the pointwise formula). A graph naming an op
-registered at run time (no installed distribution, so no version) is not cached.
+outputs asked for, the kernel table in use (`dispatch.signature`: the top copy and a digest of
+`_native.kernels()`) and the heuristics the lowering takes for it (``heuristics.current()``,
+which a caller may replace at run time), this plugin's sources and native library and the
+core's sources (path, size, modification time), numpy's version, and for each op the graph
+names (its nodes' ops and the members of its fused chains, whose formulas the plan compiles) its
+provider and distribution version, its kernels (by the text of their source files) and its
+traits (the pointwise formula). A graph naming an op registered at run time (no installed
+distribution, so no version) is not cached.
 
 Loading never fails a run either: any failure to read, decode or check an entry (truncated,
 corrupted, foreign, another version, hostile: `entry_file.EntryError`, `plan_codec.BadEntry`,
@@ -38,7 +39,7 @@ import numpy as np
 from onemodel import cache as disk
 from onemodel.core.graph import Graph, format_param
 
-from . import _native, entry_file, heuristics, plan_codec
+from . import dispatch, entry_file, heuristics, plan_codec
 from .plan import NativePlan
 from .weights import WeightBlock
 
@@ -235,7 +236,7 @@ class PlanCache:
         if digest is None:
             return None
         text = json.dumps([code_digest(), digest, sorted((k, int(v)) for k, v in env.items()),
-                           list(output_names), _native.isa(), repr(heuristics.current())])
+                           list(output_names), dispatch.signature(), repr(heuristics.current())])
         return hashlib.sha256(text.encode()).hexdigest()
 
     @staticmethod

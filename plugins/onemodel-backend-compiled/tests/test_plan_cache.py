@@ -233,6 +233,25 @@ def test_another_kernel_copy_misses(cache_dir):
     assert len(_files(cache_dir)) == 2
 
 
+def test_another_kernel_table_under_the_same_top_copy_misses(cache_dir):
+    """The key holds the whole active table (`dispatch.signature`), not only the top copy: a
+    kernel inherited from the copy below is another entry."""
+    before = _native.isa()
+    if len(_native.copies()) < 2:
+        pytest.skip("this CPU has only the generic kernel copy")
+    shape, traced = _traced("mlp")
+    feeds = _feeds(shape, 1)
+    _run(traced, feeds)
+    try:
+        _native.use(before, drop=("gemm",))
+        s, _ = _run(traced, feeds)
+        assert _stats(s)["misses"] == 1 and _stats(s)["hits"] == 0
+    finally:
+        _native.use(before)
+    s, _ = _run(traced, feeds)
+    assert _stats(s)["hits"] == 1
+
+
 def _corrupt(path, how, other=None):
     data = bytearray(path.read_bytes())
     if how == "truncated":

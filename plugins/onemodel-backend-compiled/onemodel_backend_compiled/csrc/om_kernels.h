@@ -1,8 +1,10 @@
-/* The kernel library and the executor, compiled twice by native.c: once for the baseline ISA
- * and once (x86-64 only) for AVX2+FMA, chosen at import by the CPU. SFX(name) gives each copy
- * its own names. Everything is float32; nothing here allocates or can fail except on a bad
- * instruction, whose index is returned. */
+/* The kernel library, compiled once per copy by native.c (om_copy.h: the portable baseline,
+ * AVX2+FMA, AVX-512), each under its SFX and OM_LANES; it ends with the copy's kind table
+ * (om_kinds.h), from which native.c assembles the active table at import by the CPU. The
+ * executor that runs through it is compiled once (om_exec.h). Everything is float32; nothing
+ * here allocates or can fail except on a bad instruction (its kind's run returns 0). */
 #include "om_program.h"
+#include "om_kind.h"
 
 /* a permutation of 8 float lanes by constant indices (GCC and clang spell it differently) */
 #ifndef OM_SHUF8
@@ -677,8 +679,8 @@ static void SFX(phase_planes)(const float *xg, float *xp, long cig, long H, long
  * (u dh % sh, t dw % sw) at (oh + u dh / sh, ow + t dw / sw): again a shifted slice. */
 /* images [n_lo, n_hi) only, with the scratch scr_part (NULL: the instruction's own): the
  * images are independent, so a split by images (om_split.h) computes the same bits.
- * noinline: inlined into the executor's switch (GCC's choice moved with unrelated code, e.g.
- * one more user of tanh8) the convolution tiles ran 2x slower */
+ * noinline: inlined into its caller (the executor's switch, once; GCC's choice moved with
+ * unrelated code, e.g. one more user of tanh8) the convolution tiles ran 2x slower */
 static __attribute__((noinline)) void SFX(conv_direct_range)(const int64_t *f, float **bufs,
                                                             long n_lo, long n_hi,
                                                             float *scr_part) {
@@ -933,7 +935,7 @@ static void SFX(pack_bt)(const float *src, long K, long N, long ld, float *dst) 
     for (; i + 8 <= n; i += 8) { V8 u = SFX(ld8)(ra + i), v = SFX(ld8)(rb + i); \
                                  SFX(st8)(rd + i, VEC); } \
     for (; i < n; i++) rd[i] = SCALAR; } while (0)
-/* noinline: out of the executor's switch, as conv_direct (the same reason) */
+/* noinline: out of its callers, as conv_direct (the same reason) */
 static __attribute__((noinline)) void SFX(vm_block)(const int64_t *code, long ncode, const float *consts, float *reg,
                           float **inp, const long *istr, int nin, long n, float *out, long ostr) {
     for (int i = 0; i < nin; i++) (void)i;
@@ -987,82 +989,5 @@ static __attribute__((noinline)) void SFX(vm_block)(const int64_t *code, long nc
 #include "om_rnn.h"
 #include "om_split.h"
 
-/* -- executor ----------------------------------------------------------------------------------- */
-
-/* pool: the run's intra-op threads (NULL: this thread only); see om_split.h */
-static long SFX(execute)(const int64_t *prog, long n, float **bufs, om_pool *pool) {
-    long pc = 0, idx = 0;
-    while (pc < n) {
-        const int64_t *I = prog + pc;
-        int64_t op = I[0], len = I[1];
-        if (len < 2 || pc + len > n) return idx;
-        const int64_t *f = I + 2;
-        if (pool && SFX(try_split)(op, f, bufs, pool)) { pc += len; idx++; continue; }
-        switch (op) {
-        case I_GEMM: {
-            SFX(Epi) e = {OM_ADDR(bufs, f[6]), (int)f[7], OM_ADDR(bufs, f[8]), f[9], (int)f[12]};
-            SFX(gemm)(f[2], f[3], f[4], OM_ADDR(bufs, f[0]), f[1], OM_ADDR(bufs, f[5]), OM_ADDR(bufs, f[10]), f[11], &e);
-            break; }
-        case I_BMM: SFX(bmm_range)(f, bufs, 0, f[0], OM_ADDR(bufs, f[14]), 1); break;
-        case I_VM: SFX(vm_range)(f, bufs, 0, SFX(vm_items)(f)); break;
-        case I_MEAN_ROWS: SFX(mean_range)(f, bufs, 0, f[1]); break;
-        case I_SOFTMAX: SFX(softmax_range)(f, bufs, 0, f[2]); break;
-        case I_LAYERNORM: SFX(layernorm_range)(f, bufs, 0, f[2]); break;
-        case I_ATTN:
-        case I_ATTN_MASK:
-            SFX(attn_range)(f, bufs, 0, f[0] * f[1], 0, op == I_ATTN_MASK);
-            break;
-        case I_CONV1X1:
-            SFX(conv1x1_gemm)(f, bufs);
-            break;
-        case I_CONV_DIRECT:
-            SFX(conv_direct)(f, bufs);
-            break;
-        case I_CONV_GEMM:
-            SFX(conv_gemm)(f, bufs);
-            break;
-        case I_MAXPOOL:
-        case I_AVGPOOL: SFX(pool_range)(op == I_AVGPOOL, f, bufs, 0, f[1]); break;
-        case I_CONCAT: {
-            /* out, outer, row, nin, (addr, len, offset) * nin: input i's rows of len floats
-             * written at offset in each row of the output */
-            float *o = OM_ADDR(bufs, f[0]);
-            long outer = f[1], row = f[2], nin = f[3];
-            for (long i = 0; i < nin; i++) {
-                const float *x = OM_ADDR(bufs, f[4 + 3 * i]);
-                long len = f[5 + 3 * i], off = f[6 + 3 * i];
-                for (long r = 0; r < outer; r++)
-                    memcpy(o + r * row + off, x + r * len, len * sizeof(float));
-            }
-            break; }
-        case I_COPY: {
-            /* src, dst, shape[6], sstride[6]  (dst contiguous) */
-            const float *s = OM_ADDR(bufs, f[0]);
-            float *dd = OM_ADDR(bufs, f[1]);
-            const int64_t *sh = f + 2, *st = f + 8;
-            for (long a = 0; a < sh[0]; a++)
-             for (long b = 0; b < sh[1]; b++)
-              for (long c = 0; c < sh[2]; c++)
-               for (long e2 = 0; e2 < sh[3]; e2++)
-                for (long g = 0; g < sh[4]; g++) {
-                    const float *p = s + a * st[0] + b * st[1] + c * st[2] + e2 * st[3] + g * st[4];
-                    if (st[5] == 1) { memcpy(dd, p, sh[5] * sizeof(float)); dd += sh[5]; }
-                    else for (long h = 0; h < sh[5]; h++) *dd++ = p[h * st[5]];
-                }
-            break; }
-        case I_GATHER:
-            if (!SFX(gather)(f, bufs)) return idx;
-            break;
-        case I_LSTM:
-        case I_GRU: SFX(rnn)(op, f, bufs); break;
-        case I_FAIL:
-            return idx;
-        default:
-            return idx;
-        }
-        pc += len;
-        idx++;
-    }
-    return -1;
-}
+#include "om_kinds.h"
 #undef V8

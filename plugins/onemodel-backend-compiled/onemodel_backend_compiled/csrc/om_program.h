@@ -48,6 +48,28 @@ enum {
 #define I_ATTN_MASK_FIELDS 30
 #define I_LSTM_FIELDS 16
 #define I_GRU_FIELDS 16
+#define OM_OPCODE_LIMIT 100  /* opcodes are 0 .. this - 1 */
+/* the kind table's rows (om_kinds.h): X(opcode, key), key the C name in lower case */
+#define OM_KINDS(X) \
+    X(I_GEMM, gemm) \
+    X(I_VM, vm) \
+    X(I_SOFTMAX, softmax) \
+    X(I_LAYERNORM, layernorm) \
+    X(I_ATTN, attn) \
+    X(I_MAXPOOL, maxpool) \
+    X(I_AVGPOOL, avgpool) \
+    X(I_COPY, copy) \
+    X(I_BMM, bmm) \
+    X(I_CONV_DIRECT, conv_direct) \
+    X(I_CONV1X1, conv1x1) \
+    X(I_MEAN_ROWS, mean_rows) \
+    X(I_CONCAT, concat) \
+    X(I_CONV_GEMM, conv_gemm) \
+    X(I_GATHER, gather) \
+    X(I_ATTN_MASK, attn_mask) \
+    X(I_LSTM, lstm) \
+    X(I_GRU, gru) \
+    X(I_FAIL, fail)
 enum {
     VM_LOAD = 1, VM_CONST, VM_ADD, VM_SUB, VM_MUL, VM_DIV, VM_MAX, VM_MIN, VM_POW, VM_NEG,
     VM_ABS, VM_EXP, VM_LOG, VM_SQRT, VM_TANH, VM_SIGMOID, VM_RELU, VM_ERF, VM_GELU,

@@ -1,32 +1,18 @@
 /* Intra-op threads: how each instruction splits into independent parts (om_pool.h runs them).
- * Included by om_kernels.h before the executor, once per kernel copy (SFX).
+ * Included by om_kernels.h, once per kernel copy (SFX); the driver that hands the parts to the
+ * pool (om_exec.h) is compiled once and reaches these through the kind table (om_kinds.h).
  *
  * Every kind that splits has a range function computing items [lo, hi) of the instruction
  * (rows, images, heads, ...) by the same code the one-thread run uses on [0, items) -- the
- * executor's switch calls these same functions on the whole range -- so a split never changes
- * a result bit: each output element is computed by the same code, in the same order, whatever
- * the number of threads.
+ * kind's run function calls these same functions on the whole range -- so a split never
+ * changes a result bit: each output element is computed by the same code, in the same order,
+ * whatever the number of threads.
  *
- * To let a new instruction kind use the threads: give it a range function, then add a case to
- * SFX(split_info) (its items, an estimate of its work in FLOP-equivalents, the scratch floats a
- * part on another thread needs, 0 when parts share the instruction's) and one to SFX(range).
- * Parts must write disjoint outputs and may read anything the instruction reads. */
-
-/* Splitting pays only for enough work. Measured (tools/threads.py handoff, 2 free cores):
- * splitting each of deep100's 64x64x64 GEMMs at batch 64 (5 us each) in two made the run
- * 524 -> 887 us, 3.6 us a split net, mostly the layer's output moving between the cores'
- * caches; a worker asleep (between runs) adds its wake-up, tens of microseconds in this VM. A
- * part gets at least OM_SPLIT_MIN_WORK of work (FLOP-equivalents, the GEMM's 2 M K N; 1e6 is
- * about 9 us of GEMM at the 110 GFLOP/s of one AVX2 core); work below twice that runs on the
- * calling thread. 1e6, 2e6 and 4e6 measured alike on mlp and branches8 at b64 (within the
- * shared machine's noise). */
-#ifndef OM_SPLIT_ONCE  /* (this header is included once per kernel copy) */
-#define OM_SPLIT_ONCE
-#define OM_SPLIT_MIN_WORK 1.0e6
-static double om_split_min_work = OM_SPLIT_MIN_WORK;  /* _native.split_min_work (tests) */
-#define OM_SPLIT_PARTS_PER_THREAD 4  /* spare parts: a thread descheduled for a while is
-                                        caught up by the others */
-#endif
+ * To let a new instruction kind use the threads: give it a range function and a split function
+ * (SFX(<kind>_split): its items, an estimate of its work in FLOP-equivalents, the scratch
+ * floats a part on another thread needs, 0 when parts share the instruction's) here, and name
+ * both in its entry of om_kinds.h. Parts must write disjoint outputs and may read anything the
+ * instruction reads. */
 
 /* I_BMM, batches [lo, hi): nb, A, sa, lda, B, sb, bk, bn, out, so, M, K, N, act, scratch.
  * With B shared by the batches (sb = 0) it is packed once: by this call when pack_shared,
@@ -285,134 +271,168 @@ static void SFX(pool_range)(int isavg, const int64_t *f, float **bufs, long lo, 
     }
 }
 
-/* -- the split table ------------------------------------------------------------------------ */
-typedef struct {
-    long items;      /* independent items (rows, images, heads, ...) */
-    double work;     /* the whole instruction's work, FLOP-equivalents */
-    long scratch;    /* floats of scratch a part needs on a worker (0: parts share it) */
-    int mode;        /* a kind's own choice (GEMM: 0 row tiles, 1 column panels) */
-} SFX(split_t);
-
-/* how the instruction splits (0: it does not) */
-static int SFX(split_info)(int64_t op, const int64_t *f, int threads, SFX(split_t) *s) {
-    s->scratch = 0;
-    s->mode = 0;
-    switch (op) {
-    case I_GEMM: {  /* A, lda, M, K, N, Bp, bias, bias_mode, resid, ldr, C, ldc, act */
-        long M = f[2], K = f[3], N = f[4], np = (N + 15) / 16;
-        if (M == 1 && f[11] == N) return 0;  /* the GEMV (batch 1) */
-        s->work = 2.0 * M * K * N;
-        /* by 16-column panels when there are enough: each thread streams only its panels of
-         * the weights (a split by rows streams all of them once per part: 4x the weight
-         * traffic of a 784x512 layer at batch 64); else by 6-row tiles */
-        s->items = np;
-        s->mode = 1;
-        if (np < 2 * threads) { s->items = (M + 5) / 6; s->mode = 0; }
-        return 1; }
-    case I_BMM:
-        s->items = f[0];
-        s->work = 2.0 * f[0] * f[10] * f[11] * f[12];
-        s->scratch = f[5] != 0 ? (f[12] + 15) / 16 * 16 * f[11] : 0;
-        return 1;
-    case I_ATTN:
-    case I_ATTN_MASK:
-        s->items = f[0] * f[1];
-        s->work = 2.0 * s->items * f[2] * f[3] * (f[4] + f[5]) + 100.0 * s->items * f[2] * f[3];
-        s->scratch = SFX(attn_scratch)(f);
-        return 1;
-    case I_CONV_DIRECT: {  /* by images */
-        long K = f[2] / f[12] * f[6] * f[7];
-        s->items = f[1];
-        s->work = 2.0 * f[1] * f[5] * f[13] * f[14] * K;
-        s->scratch = SFX(conv_direct_scratch)(f);
-        return 1; }
-    case I_CONV1X1:
-        s->items = f[1];
-        s->work = 2.0 * f[1] * f[3] * f[2] * f[4];
-        return 1;
-    case I_VM:
-        s->items = SFX(vm_items)(f);
-        s->work = (double)f[1] * f[2] * f[3] * f[4] * SFX(vm_cost)(f);
-        return 1;
-    case I_SOFTMAX:
-        s->items = f[2];
-        s->work = 100.0 * f[2] * f[3];  /* an exponential, max, sum and division */
-        return 1;
-    case I_LAYERNORM:
-        s->items = f[2];
-        s->work = 40.0 * f[2] * f[3];
-        return 1;
-    case I_MEAN_ROWS:
-        s->items = f[1];
-        s->work = 6.0 * f[1] * f[2];
-        return 1;
-    case I_MAXPOOL:
-    case I_AVGPOOL:
-        s->items = f[1];
-        s->work = 16.0 * f[1] * f[10] * f[11] * f[4] * f[5];
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-/* items [lo, hi) of the instruction; scr: a worker's scratch (NULL: the instruction's own) */
-static void SFX(range)(int64_t op, const int64_t *f, float **bufs, int mode, long lo, long hi,
-                       float *scr) {
-    switch (op) {
-    case I_GEMM: {
-        SFX(Epi) e = {OM_ADDR(bufs, f[6]), (int)f[7], OM_ADDR(bufs, f[8]), f[9], (int)f[12]};
-        long M = f[2], np = (f[4] + 15) / 16;
-        if (mode == 0)
-            SFX(gemm_part)(6 * lo, 6 * hi < M ? 6 * hi : M, 0, np, f[3], f[4], OM_ADDR(bufs, f[0]),
-                           f[1], OM_ADDR(bufs, f[5]), OM_ADDR(bufs, f[10]), f[11], &e);
-        else
-            SFX(gemm_part)(0, M, lo, hi, f[3], f[4], OM_ADDR(bufs, f[0]), f[1], OM_ADDR(bufs, f[5]),
-                           OM_ADDR(bufs, f[10]), f[11], &e);
-        break; }
-    case I_BMM: SFX(bmm_range)(f, bufs, lo, hi, scr ? scr : OM_ADDR(bufs, f[14]), 0); break;
-    case I_ATTN: case I_ATTN_MASK:
-        SFX(attn_range)(f, bufs, lo, hi, scr, op == I_ATTN_MASK);
-        break;
-    case I_CONV_DIRECT: SFX(conv_direct_range)(f, bufs, lo, hi, scr); break;
-    case I_CONV1X1: SFX(conv1x1_range)(f, bufs, lo, hi); break;
-    case I_VM: SFX(vm_range)(f, bufs, lo, hi); break;
-    case I_SOFTMAX: SFX(softmax_range)(f, bufs, lo, hi); break;
-    case I_LAYERNORM: SFX(layernorm_range)(f, bufs, lo, hi); break;
-    case I_MEAN_ROWS: SFX(mean_range)(f, bufs, lo, hi); break;
-    case I_MAXPOOL: case I_AVGPOOL: SFX(pool_range)(op == I_AVGPOOL, f, bufs, lo, hi); break;
-    default: break;
-    }
-}
-
-typedef struct {
-    int64_t op; const int64_t *f; float **bufs; int mode, worker_scratch;
-    long items, nparts; om_pool *pool;
-} SFX(job_t);
-
-static void SFX(job_part)(void *ctx, long part, int tid) {
-    SFX(job_t) *j = (SFX(job_t) *)ctx;
-    long lo = part * j->items / j->nparts, hi = (part + 1) * j->items / j->nparts;
-    float *scr = tid > 0 && j->worker_scratch ? om_pool_scratch(j->pool, tid) : 0;
-    SFX(range)(j->op, j->f, j->bufs, j->mode, lo, hi, scr);
-}
-
-/* run the instruction on the pool when it splits and its work pays for the hand-offs; 0 when
- * it is left to the executor's one-thread code */
-static int SFX(try_split)(int64_t op, const int64_t *f, float **bufs, om_pool *pool) {
-    SFX(split_t) s;
-    int threads = pool->threads;
-    if (!SFX(split_info)(op, f, threads, &s)) return 0;
-    double cap = om_split_min_work > 0 ? s.work / om_split_min_work : 1e18;
-    long nparts = (long)threads * OM_SPLIT_PARTS_PER_THREAD;
-    if (cap < nparts) nparts = (long)cap;
-    if (s.items < nparts) nparts = s.items;
-    if (nparts < 2) return 0;
-    if (s.scratch > 0 && !om_pool_reserve(pool, s.scratch)) return 0;
-    if (!om_pool_start(pool)) return 0;
-    if (op == I_BMM && f[5] == 0)  /* one B for every batch: packed once, before the parts */
-        SFX(pack_b)(OM_ADDR(bufs, f[4]), f[11], f[12], f[6], f[7], OM_ADDR(bufs, f[14]));
-    SFX(job_t) job = {op, f, bufs, s.mode, s.scratch > 0, s.items, nparts, pool};
-    om_pool_run(pool, nparts, SFX(job_part), &job);
+/* -- each kind's split (om_kind.h's split and range) ----------------------------------------- */
+/* I_GEMM: A, lda, M, K, N, Bp, bias, bias_mode, resid, ldr, C, ldc, act */
+static int SFX(gemm_split)(const int64_t *f, int threads, om_split_t *s) {
+    long M = f[2], K = f[3], N = f[4], np = (N + 15) / 16;
+    if (M == 1 && f[11] == N) return 0;  /* the GEMV (batch 1) */
+    s->work = 2.0 * M * K * N;
+    /* by 16-column panels when there are enough: each thread streams only its panels of the
+     * weights (a split by rows streams all of them once per part: 4x the weight traffic of a
+     * 784x512 layer at batch 64); else by 6-row tiles */
+    s->items = np;
+    s->mode = 1;
+    if (np < 2 * threads) { s->items = (M + 5) / 6; s->mode = 0; }
     return 1;
+}
+
+static void SFX(gemm_range)(const int64_t *f, float **bufs, int mode, long lo, long hi,
+                            float *scr) {
+    SFX(Epi) e = {OM_ADDR(bufs, f[6]), (int)f[7], OM_ADDR(bufs, f[8]), f[9], (int)f[12]};
+    long M = f[2], np = (f[4] + 15) / 16;
+    (void)scr;
+    if (mode == 0)
+        SFX(gemm_part)(6 * lo, 6 * hi < M ? 6 * hi : M, 0, np, f[3], f[4], OM_ADDR(bufs, f[0]), f[1],
+                       OM_ADDR(bufs, f[5]), OM_ADDR(bufs, f[10]), f[11], &e);
+    else
+        SFX(gemm_part)(0, M, lo, hi, f[3], f[4], OM_ADDR(bufs, f[0]), f[1], OM_ADDR(bufs, f[5]), OM_ADDR(bufs, f[10]),
+                       f[11], &e);
+}
+
+static int SFX(bmm_split)(const int64_t *f, int threads, om_split_t *s) {
+    (void)threads;
+    s->items = f[0];
+    s->work = 2.0 * f[0] * f[10] * f[11] * f[12];
+    s->scratch = f[5] != 0 ? (f[12] + 15) / 16 * 16 * f[11] : 0;
+    return 1;
+}
+
+/* one B for every batch (sb = 0): packed once, before the parts */
+static void SFX(bmm_prep)(const int64_t *f, float **bufs) {
+    if (f[5] == 0) SFX(pack_b)(OM_ADDR(bufs, f[4]), f[11], f[12], f[6], f[7], OM_ADDR(bufs, f[14]));
+}
+
+static void SFX(bmm_part)(const int64_t *f, float **bufs, int mode, long lo, long hi,
+                          float *scr) {
+    (void)mode;
+    SFX(bmm_range)(f, bufs, lo, hi, scr ? scr : OM_ADDR(bufs, f[14]), 0);
+}
+
+static int SFX(attn_split)(const int64_t *f, int threads, om_split_t *s) {
+    (void)threads;
+    s->items = f[0] * f[1];
+    s->work = 2.0 * s->items * f[2] * f[3] * (f[4] + f[5]) + 100.0 * s->items * f[2] * f[3];
+    s->scratch = SFX(attn_scratch)(f);
+    return 1;
+}
+
+static void SFX(attn_part)(const int64_t *f, float **bufs, int mode, long lo, long hi,
+                           float *scr) {
+    (void)mode;
+    SFX(attn_range)(f, bufs, lo, hi, scr, 0);
+}
+
+static void SFX(attn_mask_part)(const int64_t *f, float **bufs, int mode, long lo, long hi,
+                                float *scr) {
+    (void)mode;
+    SFX(attn_range)(f, bufs, lo, hi, scr, 1);
+}
+
+static int SFX(conv_direct_split)(const int64_t *f, int threads, om_split_t *s) {  /* images */
+    long K = f[2] / f[12] * f[6] * f[7];
+    (void)threads;
+    s->items = f[1];
+    s->work = 2.0 * f[1] * f[5] * f[13] * f[14] * K;
+    s->scratch = SFX(conv_direct_scratch)(f);
+    return 1;
+}
+
+static void SFX(conv_direct_part)(const int64_t *f, float **bufs, int mode, long lo, long hi,
+                                  float *scr) {
+    (void)mode;
+    SFX(conv_direct_range)(f, bufs, lo, hi, scr);
+}
+
+static int SFX(conv1x1_split)(const int64_t *f, int threads, om_split_t *s) {
+    (void)threads;
+    s->items = f[1];
+    s->work = 2.0 * f[1] * f[3] * f[2] * f[4];
+    return 1;
+}
+
+static void SFX(conv1x1_part)(const int64_t *f, float **bufs, int mode, long lo, long hi,
+                              float *scr) {
+    (void)mode; (void)scr;
+    SFX(conv1x1_range)(f, bufs, lo, hi);
+}
+
+static int SFX(vm_split)(const int64_t *f, int threads, om_split_t *s) {
+    (void)threads;
+    s->items = SFX(vm_items)(f);
+    s->work = (double)f[1] * f[2] * f[3] * f[4] * SFX(vm_cost)(f);
+    return 1;
+}
+
+static void SFX(vm_part)(const int64_t *f, float **bufs, int mode, long lo, long hi,
+                         float *scr) {
+    (void)mode; (void)scr;
+    SFX(vm_range)(f, bufs, lo, hi);
+}
+
+static int SFX(softmax_split)(const int64_t *f, int threads, om_split_t *s) {
+    (void)threads;
+    s->items = f[2];
+    s->work = 100.0 * f[2] * f[3];  /* an exponential, max, sum and division */
+    return 1;
+}
+
+static void SFX(softmax_part)(const int64_t *f, float **bufs, int mode, long lo, long hi,
+                              float *scr) {
+    (void)mode; (void)scr;
+    SFX(softmax_range)(f, bufs, lo, hi);
+}
+
+static int SFX(layernorm_split)(const int64_t *f, int threads, om_split_t *s) {
+    (void)threads;
+    s->items = f[2];
+    s->work = 40.0 * f[2] * f[3];
+    return 1;
+}
+
+static void SFX(layernorm_part)(const int64_t *f, float **bufs, int mode, long lo, long hi,
+                                float *scr) {
+    (void)mode; (void)scr;
+    SFX(layernorm_range)(f, bufs, lo, hi);
+}
+
+static int SFX(mean_rows_split)(const int64_t *f, int threads, om_split_t *s) {
+    (void)threads;
+    s->items = f[1];
+    s->work = 6.0 * f[1] * f[2];
+    return 1;
+}
+
+static void SFX(mean_rows_part)(const int64_t *f, float **bufs, int mode, long lo, long hi,
+                                float *scr) {
+    (void)mode; (void)scr;
+    SFX(mean_range)(f, bufs, lo, hi);
+}
+
+static int SFX(pool_split)(const int64_t *f, int threads, om_split_t *s) {  /* max and avg */
+    (void)threads;
+    s->items = f[1];
+    s->work = 16.0 * f[1] * f[10] * f[11] * f[4] * f[5];
+    return 1;
+}
+
+static void SFX(maxpool_part)(const int64_t *f, float **bufs, int mode, long lo, long hi,
+                              float *scr) {
+    (void)mode; (void)scr;
+    SFX(pool_range)(0, f, bufs, lo, hi);
+}
+
+static void SFX(avgpool_part)(const int64_t *f, float **bufs, int mode, long lo, long hi,
+                              float *scr) {
+    (void)mode; (void)scr;
+    SFX(pool_range)(1, f, bufs, lo, hi);
 }
