@@ -1,8 +1,9 @@
 /* onemodel_backend_compiled._native: one call runs a whole lowered program (see program.py).
  *
- * The kernels (om_kernels.h) are compiled twice: for the baseline ISA and, on x86-64, with
- * AVX2+FMA enabled for those functions only; the copy is chosen once at import by the CPU, so
- * the wheel is portable and no compiler is needed at run time. A Pool (om_pool.h) gives a run
+ * The kernels (om_kernels.h) are compiled for the baseline ISA and, on x86-64, with AVX2+FMA
+ * and with AVX-512 enabled for those functions only (and once more, avx2-w16, for the tests);
+ * the copy is chosen once at import by the CPU, so the wheel is portable and no compiler is
+ * needed at run time. A Pool (om_pool.h) gives a run
  * intra-op threads: the executor splits the heavy instructions over it (om_split.h). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -32,6 +33,64 @@
 #define SFX(name) name##_avx2
 #define OM_VEC_MINMAX 1
 #include "om_kernels.h"
+#undef OM_VEC_MINMAX
+#undef SFX
+#pragma clang attribute pop
+#endif
+
+/* avx2-w16: the AVX-512 copy's 16-lane GEMM (om_wide.h) built for AVX2+FMA (each 64-byte
+ * vector as two ymm: slower than avx2, never chosen at import) so that the very same C logic,
+ * its tiles, tails and epilogues, is tested on a machine without AVX-512 (use("avx2-w16")) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define OM_HAVE_AVX2W16 1
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#define SFX(name) name##_avx2w16
+#define OM_VEC_MINMAX 1
+#define OM_LANES16 1
+#include "om_kernels.h"
+#undef OM_LANES16
+#undef OM_VEC_MINMAX
+#undef SFX
+#pragma GCC pop_options
+#elif defined(__x86_64__) && defined(__clang__)
+#define OM_HAVE_AVX2W16 1
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#define SFX(name) name##_avx2w16
+#define OM_VEC_MINMAX 1
+#define OM_LANES16 1
+#include "om_kernels.h"
+#undef OM_LANES16
+#undef OM_VEC_MINMAX
+#undef SFX
+#pragma clang attribute pop
+#endif
+
+/* avx512: the 16-lane GEMM in zmm registers, the rest of the library as the avx2 copy (8 lanes,
+ * EVEX encodings allowed); chosen at import where the CPU has AVX-512F, VL and DQ */
+#define OM_CPU_AVX512() (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") \
+                         && __builtin_cpu_supports("avx512dq"))
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define OM_HAVE_AVX512 1
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512dq,avx2,fma")
+#define SFX(name) name##_avx512
+#define OM_VEC_MINMAX 1
+#define OM_LANES16 1
+#include "om_kernels.h"
+#undef OM_LANES16
+#undef OM_VEC_MINMAX
+#undef SFX
+#pragma GCC pop_options
+#elif defined(__x86_64__) && defined(__clang__)
+#define OM_HAVE_AVX512 1
+#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma"))), \
+                             apply_to = function)
+#define SFX(name) name##_avx512
+#define OM_VEC_MINMAX 1
+#define OM_LANES16 1
+#include "om_kernels.h"
+#undef OM_LANES16
 #undef OM_VEC_MINMAX
 #undef SFX
 #pragma clang attribute pop
@@ -173,6 +232,15 @@ static PyObject *om_use(PyObject *self, PyObject *args) {
     else if (strcmp(name, "avx2") == 0 && __builtin_cpu_supports("avx2")
              && __builtin_cpu_supports("fma")) { g_exec = execute_avx2; g_isa = "avx2"; }
 #endif
+#ifdef OM_HAVE_AVX2W16
+    else if (strcmp(name, "avx2-w16") == 0 && __builtin_cpu_supports("avx2")
+             && __builtin_cpu_supports("fma")) { g_exec = execute_avx2w16; g_isa = "avx2-w16"; }
+#endif
+#ifdef OM_HAVE_AVX512
+    else if (strcmp(name, "avx512") == 0 && OM_CPU_AVX512()) {
+        g_exec = execute_avx512; g_isa = "avx512";
+    }
+#endif
     else { PyErr_Format(PyExc_ValueError, "instruction set %s is not available here", name); return NULL; }
     Py_RETURN_NONE;
 }
@@ -184,7 +252,9 @@ static PyMethodDef methods[] = {
      "split_min_work([work]) -> the least work (FLOP-equivalents) of a part on another thread "
      "before the call; sets it when given (tests and tools: 0 splits everything)"},
     {"isa", om_isa, METH_NOARGS, "the instruction set the kernels use"},
-    {"use", om_use, METH_VARARGS, "use('generic' | 'avx2'): choose the kernel copy (tests)"},
+    {"use", om_use, METH_VARARGS,
+     "use('generic' | 'avx2' | 'avx2-w16' | 'avx512'): choose the kernel copy (tests); a copy "
+     "this CPU cannot run is refused"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, methods};
@@ -195,6 +265,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         g_exec = execute_avx2; g_isa = "avx2";
     }
+#endif
+#ifdef OM_HAVE_AVX512
+    __builtin_cpu_init();
+    if (OM_CPU_AVX512()) { g_exec = execute_avx512; g_isa = "avx512"; }
 #endif
     if (PyType_Ready(&PoolType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);

@@ -1,6 +1,6 @@
-/* The kernel library and the executor, compiled twice by native.c: once for the baseline ISA
- * and once (x86-64 only) for AVX2+FMA, chosen at import by the CPU. SFX(name) gives each copy
- * its own names. Everything is float32; nothing here allocates or can fail except on a bad
+/* The kernel library and the executor, compiled once per copy by native.c: for the baseline
+ * ISA and (x86-64 only) for AVX2+FMA and AVX-512, chosen at import by the CPU; the copies built
+ * with OM_LANES16 take the 16-lane GEMM of om_wide.h. SFX(name) gives each copy its own names. Everything is float32; nothing here allocates or can fail except on a bad
  * instruction, whose index is returned. */
 #include "om_program.h"
 
@@ -199,6 +199,12 @@ static void SFX(ukr4x16)(long K, const float *a0, const float *a1, const float *
     SFX(store_tile)(tile, mr, nr, m0, n0, C, ldc, e);
 }
 
+#undef OM_GEMM_MR
+#ifdef OM_LANES16
+#include "om_wide.h"  /* the 16-lane gemv, gemm_part and gemm */
+#else
+#define OM_GEMM_MR 6  /* rows of A per register tile (om_split.h splits GEMM rows by it) */
+
 /* one row against four panels at once (M = 1: a GEMV over the packed weights) */
 static void SFX(gemv)(long K, long N, const float *a, const float *Bp, float *C,
                       const SFX(Epi) *e) {
@@ -279,6 +285,7 @@ static void SFX(gemm)(long M, long K, long N, const float *A, long lda, const fl
     if (M == 1 && ldc == N) { SFX(gemv)(K, N, A, Bp, C, e); return; }
     SFX(gemm_part)(0, M, 0, (N + 15) / 16, K, N, A, lda, Bp, C, ldc, e);
 }
+#endif
 
 /* pack B (element (k, n) at B[k*sk + n*sn]) into 16-column panels, zero padded */
 static void SFX(pack_b)(const float *B, long K, long N, long sk, long sn, float *dst) {

@@ -302,10 +302,11 @@ static int SFX(split_info)(int64_t op, const int64_t *f, int threads, SFX(split_
         s->work = 2.0 * M * K * N;
         /* by 16-column panels when there are enough: each thread streams only its panels of
          * the weights (a split by rows streams all of them once per part: 4x the weight
-         * traffic of a 784x512 layer at batch 64); else by 6-row tiles */
+         * traffic of a 784x512 layer at batch 64); else by row tiles (OM_GEMM_MR rows: 6,
+         * 12 in the 16-lane copies) */
         s->items = np;
         s->mode = 1;
-        if (np < 2 * threads) { s->items = (M + 5) / 6; s->mode = 0; }
+        if (np < 2 * threads) { s->items = (M + OM_GEMM_MR - 1) / OM_GEMM_MR; s->mode = 0; }
         return 1; }
     case I_BMM:
         s->items = f[0];
@@ -362,8 +363,9 @@ static void SFX(range)(int64_t op, const int64_t *f, float **bufs, int mode, lon
         SFX(Epi) e = {RADDR(f[6]), (int)f[7], RADDR(f[8]), f[9], (int)f[12]};
         long M = f[2], np = (f[4] + 15) / 16;
         if (mode == 0)
-            SFX(gemm_part)(6 * lo, 6 * hi < M ? 6 * hi : M, 0, np, f[3], f[4], RADDR(f[0]),
-                           f[1], RADDR(f[5]), RADDR(f[10]), f[11], &e);
+            SFX(gemm_part)(OM_GEMM_MR * lo, OM_GEMM_MR * hi < M ? OM_GEMM_MR * hi : M, 0, np,
+                           f[3], f[4], RADDR(f[0]), f[1], RADDR(f[5]), RADDR(f[10]), f[11],
+                           &e);
         else
             SFX(gemm_part)(0, M, lo, hi, f[3], f[4], RADDR(f[0]), f[1], RADDR(f[5]),
                            RADDR(f[10]), f[11], &e);

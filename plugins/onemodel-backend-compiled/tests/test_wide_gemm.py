@@ -1,0 +1,208 @@
+"""The 16-lane packed GEMM (csrc/om_wide.h) of the `avx2-w16` copy (the AVX-512 copy's C built
+for AVX2, so it runs here) and of `avx512` where the CPU has it: every tail of its 12 x 32,
+12 x 16, 8, 4 and 1-row tiles and of the GEMV, each epilogue, both bias modes, a residual in
+its own buffer or aliasing the output, strided A and C; against float64 numpy (a tolerance)
+and against the `avx2` copy bit for bit, and a split over two threads against the whole."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from onemodel_backend_compiled import _native
+from onemodel_backend_compiled import program as P
+from onemodel_backend_compiled.weights import pack_panels
+
+ACTS = ["none", "relu", "sigmoid", "tanh", "gelu", "gelu_tanh"]
+#: (bias mode, residual): 0 none / 1 per column / 2 per row; None, "own" buffer, "alias" (C)
+EPILOGUES = [(b, r) for b in (0, 1, 2) for r in (None, "own", "alias")]
+SENTINEL = np.float32(-7.25)  # C's gaps past N (ldc > N) must keep it
+
+
+def _copies_here():
+    """The 16-lane copies, each skipped (with the reason) where this CPU cannot run it."""
+    out = []
+    for name in ("avx2-w16", "avx512"):
+        before = _native.isa()
+        try:
+            _native.use(name)
+            marks = ()
+        except ValueError as exc:
+            marks = pytest.mark.skip(reason=f"{name}: {exc}")
+        finally:
+            _native.use(before)
+        out.append(pytest.param(name, marks=marks))
+    return out
+
+
+def _has_avx2() -> bool:
+    before = _native.isa()
+    try:
+        _native.use("avx2")
+        return True
+    except ValueError:
+        return False
+    finally:
+        _native.use(before)
+
+
+needs_avx2 = pytest.mark.skipif(not _has_avx2(), reason="the avx2 copy cannot run here")
+
+
+class Case:
+    """One GEMM: inputs, the instruction, and its float64 reference."""
+
+    def __init__(self, rng, m, k, n, act, bias_mode, resid, lda_pad=0, ldc_pad=0, scale=1.0):
+        self.m, self.k, self.n, self.act = m, k, n, act
+        self.lda, self.ldc = k + lda_pad, n + ldc_pad
+        self.a = (rng.standard_normal((m, self.lda)) * scale).astype(np.float32)
+        self.b = (rng.standard_normal((k, n)) / math.sqrt(k)).astype(np.float32)
+        self.bias_mode, self.resid = bias_mode, resid
+        self.bias = {0: None, 1: rng.standard_normal(n), 2: rng.standard_normal(m)}[bias_mode]
+        if self.bias is not None:
+            self.bias = self.bias.astype(np.float32)
+        self.r = rng.standard_normal((m, self.ldc)).astype(np.float32) if resid else None
+        self.bp = pack_panels(self.b).ravel()
+
+    def run(self, isa, pool=None):
+        """C as the copy isa computes it (the whole ldc-wide buffer)."""
+        before = _native.isa()
+        _native.use(isa)
+        try:
+            c = np.full((self.m, self.ldc), SENTINEL, np.float32)
+            if self.resid == "alias":
+                c[:, :self.n] = self.r[:, :self.n]
+            bufs = (self.bp, None, self.a, self.bias, self.r if self.resid == "own" else None, c)
+            raddr = {None: -1, "own": P.addr(4, 0), "alias": P.addr(5, 0)}[self.resid]
+            ldr = self.ldc if self.resid else 0
+            fields = [P.addr(2, 0), self.lda, self.m, self.k, self.n, P.addr(0, 0),
+                      P.addr(3, 0) if self.bias is not None else -1, self.bias_mode, raddr,
+                      ldr, P.addr(5, 0), self.ldc, P.ACTIVATIONS[self.act]]
+            prog = P.assemble([P.instruction(P.I_GEMM, *fields)])
+            assert _native.run(prog, bufs, pool) == -1
+            return c
+        finally:
+            _native.use(before)
+
+    def reference(self):
+        acc = self.a[:, :self.k].astype(np.float64) @ self.b.astype(np.float64)
+        bound = np.abs(self.a[:, :self.k]).astype(np.float64) @ np.abs(self.b)
+        if self.bias_mode == 1:
+            acc += self.bias
+        elif self.bias_mode == 2:
+            acc += self.bias[:, None]
+        if self.resid:
+            acc += self.r[:, :self.n]
+            bound += np.abs(self.r[:, :self.n])
+        if self.bias is not None:
+            bound += np.abs(self.bias if self.bias_mode == 1 else self.bias[:, None])
+        x = acc
+        erf = np.vectorize(math.erf)
+        y = {"none": lambda: x, "relu": lambda: np.maximum(x, 0),
+             "sigmoid": lambda: 1 / (1 + np.exp(-x)), "tanh": lambda: np.tanh(x),
+             "gelu": lambda: 0.5 * x * (1 + erf(x / math.sqrt(2))),
+             "gelu_tanh": lambda: 0.5 * x * (1 + np.tanh(0.7978845608028654
+                                                          * (x + 0.044715 * x ** 3)))}[self.act]()
+        return y, bound
+
+    def check(self, got):
+        """got against float64 (float32 sums of k products: within k ulp of the sum of the
+        magnitudes; the activations' polynomials a few ulp), and C's gaps untouched."""
+        ref, bound = self.reference()
+        tol = 2e-7 * (self.k + 4) * bound + 1e-6 * np.abs(ref) + 1e-6
+        err = np.abs(got[:, :self.n].astype(np.float64) - ref)
+        assert np.all(err <= tol), (self.m, self.k, self.n, self.act, self.bias_mode,
+                                    self.resid, float((err - tol).max()))
+        assert np.all(got[:, self.n:] == SENTINEL)
+
+
+def _cases(rng):
+    """Every M in 1..25 with every N in 1..80 (K, the epilogue and the strides cycling), then
+    every K in 1..70 on a few shapes, then every epilogue on the tile shapes."""
+    ks = [1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 32, 33, 47, 64, 70]
+    i = 0
+    for m in range(1, 26):
+        for n in range(1, 81):
+            b, r = EPILOGUES[i % len(EPILOGUES)]
+            yield Case(rng, m, ks[i % len(ks)], n, ACTS[i % len(ACTS)], b, r,
+                       lda_pad=(i // 3) % 2 * 3, ldc_pad=(i // 5) % 2 * 5, scale=2.0)
+            i += 1
+    for m, n in ((1, 80), (1, 33), (13, 37), (25, 64), (12, 32)):
+        for k in range(1, 71):
+            b, r = EPILOGUES[k % len(EPILOGUES)]
+            yield Case(rng, m, k, n, ACTS[k % len(ACTS)], b, r)
+    for m, k, n in ((1, 19, 80), (1, 9, 7), (12, 19, 32), (25, 23, 79), (9, 5, 17)):
+        for act in ACTS:
+            for b, r in EPILOGUES:
+                yield Case(rng, m, k, n, act, b, r, scale=3.0)
+
+
+@pytest.mark.parametrize("wide", _copies_here())
+def test_wide_gemm_against_float64_on_every_tail(wide):
+    rng = np.random.default_rng(16)
+    for case in _cases(rng):
+        case.check(case.run(wide))
+
+
+@needs_avx2
+@pytest.mark.parametrize("wide", _copies_here())
+def test_wide_gemm_bit_identical_to_the_avx2_copy(wide):
+    """The same sums in the same order with FMA, the same epilogue formulas: the same bits."""
+    rng = np.random.default_rng(61)
+    for case in _cases(rng):
+        got, want = case.run(wide), case.run("avx2")
+        if not np.array_equal(got, want, equal_nan=True):
+            diff = np.flatnonzero(~((got == want) | (np.isnan(got) & np.isnan(want))))
+            pytest.fail(f"{wide} != avx2 at M={case.m} K={case.k} N={case.n} act={case.act} "
+                        f"bias={case.bias_mode} resid={case.resid}: {diff.size} elements, "
+                        f"first {got.flat[diff[0]]!r} vs {want.flat[diff[0]]!r}")
+
+
+@needs_avx2
+@pytest.mark.parametrize("wide", _copies_here())
+def test_wide_gemm_nan_inf_and_large_values_as_the_avx2_copy(wide):
+    """NaN, +-inf and values where exp overflows or underflows, through every epilogue."""
+    rng = np.random.default_rng(5)
+    for act in ACTS:
+        for b, r in EPILOGUES:
+            case = Case(rng, 14, 9, 35, act, b, r, scale=30.0)
+            case.a[1, 2], case.a[4, 0], case.a[6, 3] = np.nan, np.inf, -np.inf
+            case.a[9] *= 1e4
+            got, want = case.run(wide), case.run("avx2")
+            np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("wide", _copies_here())
+@pytest.mark.parametrize("m,n", [(37, 40), (25, 80), (7, 130), (1, 96), (50, 17)])
+def test_wide_gemm_split_over_threads_equals_the_whole(wide, m, n):
+    """By 12-row tiles (few panels) or by panels: every element is the same code in the same
+    order whatever its part, so the bits do not move."""
+    rng = np.random.default_rng(m * n)
+    pool = _native.Pool(2)
+    before = _native.split_min_work()
+    try:
+        _native.split_min_work(0)
+        for act, (b, r) in zip(ACTS, EPILOGUES[1::2]):
+            case = Case(rng, m, 29, n, act, b, r, ldc_pad=3 if m == 1 else 0)
+            jobs = pool.jobs
+            split = case.run(wide, pool)
+            assert pool.jobs == jobs + 1  # it did split
+            np.testing.assert_array_equal(split, case.run(wide))
+            case.check(split)
+    finally:
+        _native.split_min_work(before)
+
+
+def test_a_copy_this_cpu_lacks_is_refused():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = set(f.read().split())
+    except OSError:
+        pytest.skip("needs /proc/cpuinfo to know the CPU's flags")
+    if {"avx512f", "avx512vl", "avx512dq"} <= flags:
+        pytest.skip("this CPU has AVX-512: the copy runs (the tests above)")
+    before = _native.isa()
+    with pytest.raises(ValueError, match="avx512"):
+        _native.use("avx512")
+    assert _native.isa() == before
