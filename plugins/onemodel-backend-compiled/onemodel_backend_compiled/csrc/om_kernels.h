@@ -499,6 +499,7 @@ static void SFX(conv_tile8)(long K, const long *koff, const float *xq, const flo
     }
 }
 
+#ifndef OM_LANES16  /* (om_wide.h has the 16-lane dw_rows) */
 /* a depthwise channel (one input and one output channel): positions [0, nq) of o, 48 at a time
  * in six independent sums (enough to hide the FMA latency), then 8 at a time; weights at
  * stride 4 (the packed layout's first row) */
@@ -528,6 +529,7 @@ static void SFX(dw_rows)(long K, const long *koff, const float *xp, const float 
         SFX(st8)(o + q, relu ? SFX(relu8)(v) : v);
     }
 }
+#endif
 
 /* an activation on n values in place, 8 lanes at a time (the scalar forms for the tail): the
  * convolution's epilogue past ReLU, on a channel's positions while they are in L1. p0, p1:

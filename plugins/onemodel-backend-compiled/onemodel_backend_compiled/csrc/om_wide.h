@@ -1,7 +1,8 @@
 /* 16-lane kernels: the packed GEMM (gemm, gemm_part, gemv) of the copies built with
  * OM_LANES16 (native.c: `avx512`, and `avx2-w16`, the same source built for AVX2+FMA so that
- * these tiles, tails and epilogues are tested on a machine without AVX-512). Included by
- * om_kernels.h in place of the 8-lane GEMM; everything else of those copies is the 8-lane code.
+ * these tiles, tails and epilogues are tested on a machine without AVX-512), and the implicit
+ * GEMM convolution's tiles and the depthwise rows on 16 lanes. Included by om_kernels.h in place
+ * of the 8-lane GEMM (and dw_rows); everything else of those copies is the 8-lane code.
  *
  * GCC/clang vector extensions only (64-byte vectors: one zmm register with AVX-512, two ymm
  * on AVX2), min and max by compare and select: no intrinsic that exists for one ISA only.
@@ -14,7 +15,7 @@
  * Every element of C is the sum over k in order, one fused multiply-add a step from zero, then
  * bias, residual and activation in that order: the 8-lane GEMM's arithmetic, whatever the tile,
  * the row and panel ranges (the thread split of om_split.h) or the lane count, so the results
- * are bit-identical to the avx2 copy's (tests/test_wide_gemm.py). The GEMV keeps the 8-lane
+ * are bit-identical to the avx2 copy's (tests/test_wide_kernels.py). The GEMV keeps the 8-lane
  * GEMV's order too: whole groups of 4 panels sum k in order, the last np % 4 panels in two
  * chains (even and odd k) added at the end. */
 
@@ -221,6 +222,98 @@ static void SFX(gemm)(long M, long K, long N, const float *A, long lda, const fl
                       float *C, long ldc, const SFX(Epi) *e) {
     if (M == 1 && ldc == N) { SFX(gemv)(K, N, A, Bp, C, e); return; }
     SFX(gemm_part)(0, M, 0, (N + 15) / 16, K, N, A, lda, Bp, C, ldc, e);
+}
+
+/* -- the implicit-GEMM convolution (om_conv_gemm.h) ----------------------------------------- */
+/* R (6 or 4) rows of A packed as ap[k][R] (pack_patches) against P (1 or 2) adjacent panels:
+ * ukrp's sums and epilogue, two panels a tile (12 accumulators) */
+static inline __attribute__((always_inline)) void SFX(wukrp)(
+        const int R, const int P, long K, const float *ap, const float *bp, long ps, int mr,
+        int nr0, int nr1, long m0, long n0, float *C, long ldc, const SFX(Epi) *e) {
+    V16 c0[6], c1[6];
+    for (int r = 0; r < R; r++) { c0[r] = (V16){0}; c1[r] = (V16){0}; }
+    for (long k = 0; k < K; k++) {
+        V16 b0 = SFX(ld16)(bp + 16 * k), b1 = P > 1 ? SFX(ld16)(bp + ps + 16 * k) : b0;
+        for (int r = 0; r < R; r++) {
+            V16 av = SFX(bc16)(ap[k * R + r]);
+            c0[r] += av * b0;
+            if (P > 1) c1[r] += av * b1;
+        }
+    }
+    for (int r = 0; r < mr; r++) {
+        SFX(epi16)(c0[r], m0 + r, n0, nr0, C, ldc, e);
+        if (P > 1) SFX(epi16)(c1[r], m0 + r, n0 + 16, nr1, C, ldc, e);
+    }
+}
+
+#define OM_WUKRP(R, P) \
+    static void SFX(wukrp##R##x##P)(long K, const float *ap, const float *bp, long ps, int mr, \
+                                    int nr0, int nr1, long m0, long n0, float *C, long ldc, \
+                                    const SFX(Epi) *e) { \
+        SFX(wukrp)(R, P, K, ap, bp, ps, mr, nr0, nr1, m0, n0, C, ldc, e); \
+    }
+OM_WUKRP(6, 2) OM_WUKRP(4, 2) OM_WUKRP(6, 1) OM_WUKRP(4, 1)
+#undef OM_WUKRP
+
+/* rows [m0b, m1b) of the packed patches A (tiles of 6 rows, a last one of at most 4 rows packed
+ * as 4) against every one of the np weight panels wp, into C (rows of Cout) */
+static void SFX(wconv_block)(long K, const float *A, const float *wp, long m0b, long m1b,
+                             long np, long Cout, float *C, const SFX(Epi) *e) {
+    long ps = 16 * K;
+    for (long j = 0; j < np; j += 2) {  /* two panels against every row of the block */
+        int P = j + 1 < np ? 2 : 1;
+        const float *b = wp + j * ps;
+        long n0 = j * 16;
+        int nr0 = (int)(Cout - n0 < 16 ? Cout - n0 : 16);
+        int nr1 = P > 1 ? (int)(Cout - n0 - 16 < 16 ? Cout - n0 - 16 : 16) : 0;
+        const float *ap = A;
+        for (long m0 = m0b; m0 < m1b; m0 += 6, ap += 6 * K) {
+            int mr = (int)(m1b - m0 < 6 ? m1b - m0 : 6);
+            if (mr <= 4) {
+                if (P > 1) SFX(wukrp4x2)(K, ap, b, ps, mr, nr0, nr1, m0, n0, C, Cout, e);
+                else SFX(wukrp4x1)(K, ap, b, ps, mr, nr0, nr1, m0, n0, C, Cout, e);
+            } else {
+                if (P > 1) SFX(wukrp6x2)(K, ap, b, ps, mr, nr0, nr1, m0, n0, C, Cout, e);
+                else SFX(wukrp6x1)(K, ap, b, ps, mr, nr0, nr1, m0, n0, C, Cout, e);
+            }
+        }
+    }
+}
+
+/* -- the depthwise convolution's rows (conv_direct_range) ------------------------------------ */
+/* dw_rows of om_kernels.h on 16 lanes: positions [0, nq) of o, 96 at a time in six sums, then
+ * 16, then 8 (the same sums: the taps from zero in order, then the bias; no write past where
+ * the 8-lane form writes) */
+static void SFX(dw_rows)(long K, const long *koff, const float *xp, const float *wp, float *o,
+                         long nq, long nqr, float bias, int relu) {
+    long q = 0;
+    V16 bv = SFX(bc16)(bias);
+    for (; q + 96 <= nqr; q += 96) {
+        V16 c[6];
+        for (int j = 0; j < 6; j++) c[j] = (V16){0};
+        for (long k = 0; k < K; k++) {
+            const float *p = xp + q + koff[k];
+            V16 a = SFX(bc16)(wp[4 * k]);
+            for (int j = 0; j < 6; j++) c[j] += a * SFX(ld16)(p + 16 * j);
+        }
+        for (int j = 0; j < 6; j++) {
+            V16 v = c[j] + bv;
+            SFX(st16)(o + q + 16 * j, relu ? SFX(relu16)(v) : v);
+        }
+    }
+    for (; q + 16 <= nq; q += 16) {
+        V16 c = {0};
+        for (long k = 0; k < K; k++) c += SFX(bc16)(wp[4 * k]) * SFX(ld16)(xp + q + koff[k]);
+        V16 v = c + bv;
+        SFX(st16)(o + q, relu ? SFX(relu16)(v) : v);
+    }
+    SFX(v8) bv8 = SFX(bc)(bias);
+    for (; q < nq; q += 8) {
+        SFX(v8) c = {0};
+        for (long k = 0; k < K; k++) c += SFX(bc)(wp[4 * k]) * SFX(ld8)(xp + q + koff[k]);
+        SFX(v8) v = c + bv8;
+        SFX(st8)(o + q, relu ? SFX(relu8)(v) : v);
+    }
 }
 
 #undef I16

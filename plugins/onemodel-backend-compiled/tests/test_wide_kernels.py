@@ -1,8 +1,13 @@
-"""The 16-lane packed GEMM (csrc/om_wide.h) of the `avx2-w16` copy (the AVX-512 copy's C built
-for AVX2, so it runs here) and of `avx512` where the CPU has it: every tail of its 12 x 32,
-12 x 16, 8, 4 and 1-row tiles and of the GEMV, each epilogue, both bias modes, a residual in
-its own buffer or aliasing the output, strided A and C; against float64 numpy (a tolerance)
-and against the `avx2` copy bit for bit, and a split over two threads against the whole."""
+"""The 16-lane kernels (csrc/om_wide.h) of the `avx2-w16` copy (the AVX-512 copy's C built for
+AVX2, so it runs here) and of `avx512` where the CPU has it.
+
+The packed GEMM: every tail of its 12 x 32, 12 x 16, 8, 4 and 1-row tiles and of the GEMV, each
+epilogue, both bias modes, a residual in its own buffer or aliasing the output, strided A and
+C; against float64 numpy (a tolerance) and against the `avx2` copy bit for bit, and a split
+over two threads against the whole. The convolutions: the implicit GEMM (6 and 4-row tiles
+against two panels, an odd last panel, several row blocks), the depthwise rows (96, 16 and 8
+positions at a time), the 1x1 convolution as one GEMM and its GEMV, bit for bit against `avx2`
+and within tolerance of the numpy backend; the path each case takes is asserted."""
 from __future__ import annotations
 
 import math
@@ -10,6 +15,8 @@ import math
 import numpy as np
 import pytest
 
+import onemodel as om
+from onemodel import Tensor
 from onemodel_backend_compiled import _native
 from onemodel_backend_compiled import program as P
 from onemodel_backend_compiled.weights import pack_panels
@@ -206,3 +213,67 @@ def test_a_copy_this_cpu_lacks_is_refused():
     with pytest.raises(ValueError, match="avx512"):
         _native.use("avx512")
     assert _native.isa() == before
+
+
+# -- the convolutions ------------------------------------------------------------------------
+CONV_ACTS = {None: lambda y: y, "relu": om.ops.relu, "sigmoid": om.ops.sigmoid,
+             "tanh": om.ops.tanh, "hardswish": om.ops.hardswish}
+
+CONV_CASES = [
+    # cin, cout, k, stride, pad, groups, act, (h, w), the instruction it lowers to
+    (20, 37, 3, 1, 1, 1, "relu", (2, 2), "conv2d_gemm"),      # 3 panels: a pair and one
+    (5, 18, 3, 1, 1, 1, "sigmoid", (7, 7), "conv2d_gemm"),    # 49 rows a image
+    (9, 33, 3, 1, 0, 1, None, (4, 4), "conv2d_gemm"),         # no padding, 3 panels
+    (6, 64, 3, 2, 1, 1, "relu", (15, 15), "conv2d_gemm"),     # 4 panels, stride 2
+    (512, 24, 3, 1, 1, 1, "relu", (4, 4), "conv2d_gemm"),     # several blocks of rows
+    (16, 16, 3, 1, 1, 16, "relu", (20, 30), "conv2d_direct"),  # depthwise rows
+    (12, 12, 5, 1, 2, 12, "tanh", (33, 41), "conv2d_direct"),  # 96 positions at a time
+    (8, 8, 3, 2, 1, 8, "relu", (33, 33), "conv2d_direct"),     # strided: phase planes
+    (8, 8, 3, 1, 1, 8, None, (9, 8), "conv2d_direct"),         # 8-position tails
+    (160, 96, 1, 1, 0, 1, "relu", (2, 2), "conv2d_1x1_gemm"),  # one GEMM over positions
+    (7, 20, 1, 1, 0, 1, "hardswish", (1, 1), "conv2d_1x1_gemm"),  # the GEMV at batch 1
+    (16, 32, 3, 1, 1, 1, "relu", (14, 14), "conv2d_direct"),   # the 8-lane direct tiles
+]
+
+
+def _conv_session(case):
+    cin, cout, k, stride, pad, groups, act, (h, w), _ = case
+    rng = np.random.default_rng(cin * 7 + cout)
+    W = (rng.standard_normal((cout, cin // groups, k, k)) / np.sqrt(cin // groups * k * k))
+    B = rng.standard_normal(cout)
+
+    def fn(x):
+        return CONV_ACTS[act](om.ops.conv2d(x, Tensor.from_numpy(W.astype(np.float32)),
+                                       Tensor.from_numpy(B.astype(np.float32)), stride=stride,
+                                       padding=pad, groups=groups))
+
+    x0 = rng.standard_normal((13, cin, h, w)).astype(np.float32)
+    traced = om.trace(fn, Tensor.from_numpy(x0), "batch", None, None, None)
+    return traced, rng
+
+
+@needs_avx2
+@pytest.mark.parametrize("wide", _copies_here())
+@pytest.mark.parametrize("case", CONV_CASES, ids=[str(c) for c in CONV_CASES])
+def test_wide_conv_bit_identical_to_avx2_and_close_to_numpy(case, wide):
+    traced, rng = _conv_session(case)
+    compiled = om.Session(traced, backend="compiled")
+    numpy_session = om.Session(traced, backend="numpy")
+    before = _native.isa()
+    for batch in (1, 3):
+        x = (rng.standard_normal((batch, *case[0:1], *case[7])) * 2).astype(np.float32)
+        x[0, 0, 0, 0] = np.nan if batch == 3 else x[0, 0, 0, 0]
+        src = compiled.plan_source({"input": x})
+        assert case[8] in src, src
+        out = {}
+        try:
+            for isa in (wide, "avx2"):
+                _native.use(isa)
+                out[isa] = compiled.run({"input": x})["output"].numpy()
+        finally:
+            _native.use(before)
+        np.testing.assert_array_equal(out[wide], out["avx2"], err_msg=f"b{batch}")
+        ref = numpy_session.run({"input": x})["output"].numpy()
+        np.testing.assert_array_equal(np.isnan(out[wide]), np.isnan(ref))
+        ok = ~np.isnan(ref)
+        np.testing.assert_allclose(out[wide][ok], ref[ok], rtol=1e-4, atol=1e-4)
