@@ -277,3 +277,63 @@ def test_wide_conv_bit_identical_to_avx2_and_close_to_numpy(case, wide):
         np.testing.assert_array_equal(np.isnan(out[wide]), np.isnan(ref))
         ok = ~np.isnan(ref)
         np.testing.assert_allclose(out[wide][ok], ref[ok], rtol=1e-4, atol=1e-4)
+
+
+# -- softmax and attention ------------------------------------------------------------------
+def _on_copies(session, feeds, copies):
+    before = _native.isa()
+    out = {}
+    try:
+        for isa in copies:
+            _native.use(isa)
+            got = session.run(feeds)
+            out[isa] = got[list(got)[0]].numpy()
+    finally:
+        _native.use(before)
+    return out
+
+
+@needs_avx2
+@pytest.mark.parametrize("wide", _copies_here())
+def test_wide_softmax_rows_bit_identical_to_avx2(wide):
+    """Rows of every length 1..70 (the 16-lane body, an 8-lane step, the scalar tail), NaN,
+    +-inf, rows that underflow: the same bits as avx2, and the float64 formula's values."""
+    rng = np.random.default_rng(70)
+    for n in range(1, 71):
+        x = (rng.standard_normal((6, n)) * 20).astype(np.float32)
+        x[1, n // 2] = np.nan
+        x[2, :] = -np.inf
+        x[3, n - 1] = np.inf
+        x[4] *= 10
+        traced = om.trace(lambda t: om.ops.softmax(t, axis=-1),
+                          Tensor.from_numpy(np.zeros((97, n), np.float32)), "rows", None)
+        session = om.Session(traced, backend="compiled")
+        assert "softmax     softmax" in session.plan_source({"input": x})  # the native kernel
+        out = _on_copies(session, {"input": x}, (wide, "avx2"))
+        np.testing.assert_array_equal(out[wide], out["avx2"], err_msg=f"n={n}")
+        for r in (0, 4, 5):
+            e = np.exp(x[r].astype(np.float64) - x[r].max())
+            np.testing.assert_allclose(out[wide][r], e / e.sum(), rtol=1e-5, atol=1e-6)
+
+
+@needs_avx2
+@pytest.mark.parametrize("wide", _copies_here())
+@pytest.mark.parametrize("sq,sk,d,dv", [(7, 19, 16, 17), (33, 40, 8, 35), (1, 70, 12, 5)])
+def test_wide_attention_bit_identical_to_avx2(wide, sq, sk, d, dv):
+    """Attention's two packed GEMMs and its unnormalised softmax rows on 16 lanes."""
+    rng = np.random.default_rng(sq * 100 + sk)
+    shapes = [(3, sq, d), (3, sk, d), (3, sk, dv)]
+    ex = [Tensor.from_numpy(rng.standard_normal((11,) + s).astype(np.float32)) for s in shapes]
+    axes = ("batch", None, None, None)
+    traced = om.trace(lambda q, k, v: om.ops.scaled_dot_product_attention(q, k, v),
+                      {"q": (ex[0], *axes), "k": (ex[1], *axes), "v": (ex[2], *axes)})
+    session = om.Session(traced, backend="compiled")
+    feeds = {n: rng.standard_normal((2,) + s).astype(np.float32) * 3 for n, s in zip("qkv", shapes)}
+    assert "attention" in session.plan_source(feeds)
+    out = _on_copies(session, feeds, (wide, "avx2"))
+    np.testing.assert_array_equal(out[wide], out["avx2"])
+    q, k, v = (feeds[n].astype(np.float64) for n in "qkv")
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    np.testing.assert_allclose(out[wide], (p / p.sum(-1, keepdims=True)) @ v, rtol=1e-4,
+                               atol=1e-4)

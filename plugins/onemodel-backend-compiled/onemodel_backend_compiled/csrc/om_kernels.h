@@ -366,6 +366,11 @@ static inline V8 SFX(gelu_tanh8)(V8 x) {
     return 0.5f * x * (1.0f + SFX(tanh8)(u));
 }
 
+#ifdef OM_LANES16
+#define OM_WIDE_LATE 1
+#include "om_wide.h"  /* the 16-lane softmax_row */
+#undef OM_WIDE_LATE
+#else
 /* y = softmax(scale * x) over n values (y may be x); NaN anywhere gives NaN everywhere, as the
  * numpy kernel's max does. The sum is in SFX(sum)'s order. With normalize 0, y holds the
  * exponentials and the sum is returned (attention divides its output rows instead). */
@@ -393,6 +398,7 @@ static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int
     for (; i < n; i++) y[i] = y[i] / s;
     return s;
 }
+#endif
 #undef I8
 
 #include "om_prologue.h"

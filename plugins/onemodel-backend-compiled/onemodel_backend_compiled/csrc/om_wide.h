@@ -1,8 +1,10 @@
 /* 16-lane kernels: the packed GEMM (gemm, gemm_part, gemv) of the copies built with
  * OM_LANES16 (native.c: `avx512`, and `avx2-w16`, the same source built for AVX2+FMA so that
  * these tiles, tails and epilogues are tested on a machine without AVX-512), and the implicit
- * GEMM convolution's tiles and the depthwise rows on 16 lanes. Included by om_kernels.h in place
- * of the 8-lane GEMM (and dw_rows); everything else of those copies is the 8-lane code.
+ * GEMM convolution's tiles, the depthwise rows and the softmax's exponentials on 16 lanes.
+ * Included by om_kernels.h twice: in place of the 8-lane GEMM, and with OM_WIDE_LATE in place
+ * of softmax_row (after the 8-lane vector math it uses); the rest of those copies is the
+ * 8-lane code.
  *
  * GCC/clang vector extensions only (64-byte vectors: one zmm register with AVX-512, two ymm
  * on AVX2), min and max by compare and select: no intrinsic that exists for one ISA only.
@@ -19,6 +21,7 @@
  * GEMV's order too: whole groups of 4 panels sum k in order, the last np % 4 panels in two
  * chains (even and odd k) added at the end. */
 
+#ifndef OM_WIDE_LATE
 typedef float SFX(v16) __attribute__((vector_size(64)));
 typedef int32_t SFX(i16) __attribute__((vector_size(64)));
 #define V16 SFX(v16)
@@ -318,3 +321,45 @@ static void SFX(dw_rows)(long K, const long *koff, const float *xp, const float 
 
 #undef I16
 #undef V16
+
+#else  /* OM_WIDE_LATE: after the 8-lane vector math (max8, exp8, hsum8) */
+#define V16 SFX(v16)
+
+/* softmax_row of om_kernels.h with its exponentials and divisions on 16 lanes: the same bits
+ * (the max and the sum keep the 8-lane form's 8 partial results, each fed in order: the
+ * low then the high half of each 16) */
+static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int normalize) {
+    long n8 = n / 8 * 8, n16 = n / 16 * 16, i;
+    SFX(v8) mv = SFX(bc)(x[0] * scale);
+    for (i = 0; i < n8; i += 8) mv = SFX(max8)(mv, SFX(ld8)(x + i) * scale);
+    mv = SFX(max8)(mv, OM_SHUF8(mv, 4, 5, 6, 7, 0, 1, 2, 3));
+    mv = SFX(max8)(mv, OM_SHUF8(mv, 2, 3, 0, 1, 6, 7, 4, 5));
+    mv = SFX(max8)(mv, OM_SHUF8(mv, 1, 0, 3, 2, 5, 4, 7, 6));
+    float m = mv[0];
+    for (; i < n; i++) m = om_max(m, x[i] * scale);
+    SFX(v8) acc = {0};
+    for (i = 0; i < n16; i += 16) {
+        V16 e = SFX(exp16)(SFX(ld16)(x + i) * scale - m);
+        SFX(v8) lo, hi;
+        memcpy(&lo, &e, 32); memcpy(&hi, (const char *)&e + 32, 32);
+        acc += lo;
+        acc += hi;
+        SFX(st16)(y + i, e);
+    }
+    for (; i < n8; i += 8) {
+        SFX(v8) e = SFX(exp8)(SFX(ld8)(x + i) * scale - m);
+        acc += e;
+        SFX(st8)(y + i, e);
+    }
+    float s = SFX(hsum8)(acc);
+    for (; i < n; i++) { y[i] = om_exp(x[i] * scale - m); s += y[i]; }
+    if (!normalize) return s;
+    V16 sv = SFX(bc16)(s);
+    for (i = 0; i < n16; i += 16) SFX(st16)(y + i, SFX(ld16)(y + i) / sv);
+    for (; i < n8; i += 8) SFX(st8)(y + i, SFX(ld8)(y + i) / SFX(bc)(s));
+    for (; i < n; i++) y[i] = y[i] / s;
+    return s;
+}
+
+#undef V16
+#endif
