@@ -217,7 +217,8 @@ def test_a_copy_this_cpu_lacks_is_refused():
 
 # -- the convolutions ------------------------------------------------------------------------
 CONV_ACTS = {None: lambda y: y, "relu": om.ops.relu, "sigmoid": om.ops.sigmoid,
-             "tanh": om.ops.tanh, "hardswish": om.ops.hardswish}
+             "tanh": om.ops.tanh, "hardswish": om.ops.hardswish, "gelu": om.ops.gelu,
+             "silu": om.ops.silu}
 
 CONV_CASES = [
     # cin, cout, k, stride, pad, groups, act, (h, w), the instruction it lowers to
@@ -233,6 +234,8 @@ CONV_CASES = [
     (160, 96, 1, 1, 0, 1, "relu", (2, 2), "conv2d_1x1_gemm"),  # one GEMM over positions
     (7, 20, 1, 1, 0, 1, "hardswish", (1, 1), "conv2d_1x1_gemm"),  # the GEMV at batch 1
     (16, 32, 3, 1, 1, 1, "relu", (14, 14), "conv2d_direct"),   # the 8-lane direct tiles
+    (6, 10, 3, 1, 1, 1, "gelu", (9, 9), "conv2d_direct"),      # epilogues on 16 lanes
+    (8, 8, 3, 1, 1, 8, "silu", (12, 14), "conv2d_direct"),
 ]
 
 
@@ -264,7 +267,7 @@ def test_wide_conv_bit_identical_to_avx2_and_close_to_numpy(case, wide):
         x = (rng.standard_normal((batch, *case[0:1], *case[7])) * 2).astype(np.float32)
         x[0, 0, 0, 0] = np.nan if batch == 3 else x[0, 0, 0, 0]
         src = compiled.plan_source({"input": x})
-        assert case[8] in src, src
+        assert case[8] in src and "pointwise" not in src, src  # the activation fused
         out = {}
         try:
             for isa in (wide, "avx2"):
@@ -337,3 +340,34 @@ def test_wide_attention_bit_identical_to_avx2(wide, sq, sk, d, dv):
     p = np.exp(s - s.max(-1, keepdims=True))
     np.testing.assert_allclose(out[wide], (p / p.sum(-1, keepdims=True)) @ v, rtol=1e-4,
                                atol=1e-4)
+
+
+# -- the pointwise VM -----------------------------------------------------------------------
+VM_OPS = {"exp": om.ops.exp, "tanh": om.ops.tanh, "sigmoid": om.ops.sigmoid,
+          "gelu_tanh": lambda t: om.ops.gelu(t, approximate="tanh"), "silu": om.ops.silu}
+
+
+@needs_avx2
+@pytest.mark.parametrize("wide", _copies_here())
+@pytest.mark.parametrize("op", sorted(VM_OPS))
+def test_wide_pointwise_transcendentals_bit_identical_to_avx2(wide, op):
+    """The VM's 16-lane prefix of each 64-element block, its 8-lane step and scalar tail, on
+    rows of many lengths with NaN, +-inf, overflowing and underflowing values."""
+    rng = np.random.default_rng(len(op))
+    traced = om.trace(VM_OPS[op], Tensor.from_numpy(np.zeros((5, 203), np.float32)), None,
+                      "n")
+    session = om.Session(traced, backend="compiled")
+    numpy_session = om.Session(traced, backend="numpy")
+    for n in (1, 7, 15, 16, 17, 40, 64, 65, 100, 150):
+        x = (rng.standard_normal((5, n)) * 4).astype(np.float32)
+        x[1] *= 40
+        x.flat[:4] = [np.nan, np.inf, -np.inf, 0.0]
+        src = session.plan_source({"input": x})
+        assert "pointwise" in src and "numpy:" not in src, src
+        out = _on_copies(session, {"input": x}, (wide, "avx2"))
+        np.testing.assert_array_equal(out[wide], out["avx2"], err_msg=f"{op} n={n}")
+        with np.errstate(over="ignore", invalid="ignore"):
+            ref = numpy_session.run({"input": x})["output"].numpy()
+        np.testing.assert_array_equal(np.isnan(out[wide]), np.isnan(ref))
+        ok = ~np.isnan(ref)
+        np.testing.assert_allclose(out[wide][ok], ref[ok], rtol=1e-5, atol=1e-6)

@@ -541,7 +541,11 @@ static void SFX(dw_rows)(long K, const long *koff, const float *xp, const float 
  * convolution's epilogue past ReLU, on a channel's positions while they are in L1. p0, p1:
  * clip's bounds, hardsigmoid's alpha and beta, swish's beta */
 static void SFX(act_rows)(int act, float p0, float p1, float *x, long n) {
+#ifdef OM_LANES16
+    long i = SFX(act_wide)(act, p0, x, n);  /* om_wide.h: a 16-lane prefix, the same bits */
+#else
     long i = 0;
+#endif
 #define OM_ACT_ROWS(VEC, SCALAR) \
     for (; i + 8 <= n; i += 8) { V8 v = SFX(ld8)(x + i); SFX(st8)(x + i, VEC); } \
     for (; i < n; i++) { float v = x[i]; x[i] = SCALAR; } break
@@ -944,7 +948,13 @@ static void SFX(pack_bt)(const float *src, long K, long N, long ld, float *dst) 
 /* rd = f(ra): 8 lanes at a time (VEC, of the V8 v), the scalar formula (SCALAR, of i) for the
  * rest; GCC does not vectorise the scalar exp (its float-to-int rounding), so the transcendental
  * ops take the 8-lane forms */
-#define OM_VM_UNARY8(VEC, SCALAR) do { long i = 0; \
+#undef OM_VM_WIDE_START
+#ifdef OM_LANES16  /* exp, tanh, sigmoid, GELU-tanh, swish: a 16-lane prefix first (om_wide.h) */
+#define OM_VM_WIDE_START SFX(vm_wide)(opc, ra, rd, n)
+#else
+#define OM_VM_WIDE_START 0
+#endif
+#define OM_VM_UNARY8(VEC, SCALAR) do { long i = OM_VM_WIDE_START; \
     for (; i + 8 <= n; i += 8) { V8 v = SFX(ld8)(ra + i); SFX(st8)(rd + i, VEC); } \
     for (; i < n; i++) rd[i] = SCALAR; } while (0)
 /* the same for rd = f(ra, rb) (u of ra, v of rb): GCC leaves om_max's branches scalar */

@@ -1,10 +1,11 @@
 /* 16-lane kernels: the packed GEMM (gemm, gemm_part, gemv) of the copies built with
  * OM_LANES16 (native.c: `avx512`, and `avx2-w16`, the same source built for AVX2+FMA so that
  * these tiles, tails and epilogues are tested on a machine without AVX-512), and the implicit
- * GEMM convolution's tiles, the depthwise rows and the softmax's exponentials on 16 lanes.
- * Included by om_kernels.h twice: in place of the 8-lane GEMM, and with OM_WIDE_LATE in place
- * of softmax_row (after the 8-lane vector math it uses); the rest of those copies is the
- * 8-lane code.
+ * GEMM convolution's tiles, the depthwise rows, the softmax's exponentials and the
+ * transcendental ops of the pointwise VM and of the convolution epilogue on 16 lanes. Included
+ * by om_kernels.h twice: in place of the 8-lane GEMM, and with OM_WIDE_LATE in place of
+ * softmax_row (after the 8-lane vector math it uses); the rest of those copies is the 8-lane
+ * code.
  *
  * GCC/clang vector extensions only (64-byte vectors: one zmm register with AVX-512, two ymm
  * on AVX2), min and max by compare and select: no intrinsic that exists for one ISA only.
@@ -360,6 +361,39 @@ static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int
     for (; i < n; i++) y[i] = y[i] / s;
     return s;
 }
+
+/* the 16-lane prefix of the VM's transcendental unary ops (rd = f(ra) over n values) and of
+ * the convolution epilogue's (act_rows, in place): how many values were done, a multiple of 16
+ * (0 for another op); the 8-lane loops and the scalar tail do the rest */
+/* dst[i] = F (of the V16 v = src[i..i+16)) for the whole 16s of n */
+#define OM_WIDE_MAP(src, dst, F) \
+    for (; i + 16 <= n; i += 16) { V16 v = SFX(ld16)((src) + i); SFX(st16)((dst) + i, F); }
+static long SFX(vm_wide)(int opc, const float *ra, float *rd, long n) {
+    long i = 0;
+    switch (opc) {
+    case VM_EXP: OM_WIDE_MAP(ra, rd, SFX(exp16)(v)); break;
+    case VM_TANH: OM_WIDE_MAP(ra, rd, SFX(tanh16)(v)); break;
+    case VM_SIGMOID: OM_WIDE_MAP(ra, rd, SFX(sigmoid16)(v)); break;
+    case VM_GELU_TANH: OM_WIDE_MAP(ra, rd, SFX(gelu_tanh16)(v)); break;
+    case VM_SWISH: OM_WIDE_MAP(ra, rd, v * SFX(sigmoid16)(v)); break;
+    default: break;
+    }
+    return i;
+}
+
+static long SFX(act_wide)(int act, float p0, float *x, long n) {
+    long i = 0;
+    V16 lo = SFX(bc16)(p0);
+    switch (act) {
+    case ACT_SIGMOID: OM_WIDE_MAP(x, x, SFX(sigmoid16)(v)); break;
+    case ACT_TANH: OM_WIDE_MAP(x, x, SFX(tanh16)(v)); break;
+    case ACT_GELU: OM_WIDE_MAP(x, x, SFX(gelu16)(v)); break;
+    case ACT_SWISH: OM_WIDE_MAP(x, x, v * SFX(sigmoid16)(lo * v)); break;
+    default: break;
+    }
+    return i;
+}
+#undef OM_WIDE_MAP
 
 #undef V16
 #endif
