@@ -6,8 +6,10 @@ epilogue, both bias modes, a residual in its own buffer or aliasing the output, 
 C; against float64 numpy (a tolerance) and against the `avx2` copy bit for bit, and a split
 over two threads against the whole. The convolutions: the implicit GEMM (6 and 4-row tiles
 against two panels, an odd last panel, several row blocks), the depthwise rows (96, 16 and 8
-positions at a time), the 1x1 convolution as one GEMM and its GEMV, bit for bit against `avx2`
-and within tolerance of the numpy backend; the path each case takes is asserted."""
+positions at a time), the direct tiles two at a time, the 1x1 convolution as one GEMM and its
+GEMV, bit for bit against `avx2` and within tolerance of the numpy backend; the path each case
+takes is asserted. Softmax rows, attention and the pointwise VM's transcendental ops, bit for
+bit against `avx2`."""
 from __future__ import annotations
 
 import math
@@ -218,7 +220,8 @@ def test_a_copy_this_cpu_lacks_is_refused():
 # -- the convolutions ------------------------------------------------------------------------
 CONV_ACTS = {None: lambda y: y, "relu": om.ops.relu, "sigmoid": om.ops.sigmoid,
              "tanh": om.ops.tanh, "hardswish": om.ops.hardswish, "gelu": om.ops.gelu,
-             "silu": om.ops.silu}
+             "silu": om.ops.silu,
+             "relu+pool": lambda y: om.ops.max_pool2d(om.ops.relu(y), 2)}
 
 CONV_CASES = [
     # cin, cout, k, stride, pad, groups, act, (h, w), the instruction it lowers to
@@ -234,6 +237,10 @@ CONV_CASES = [
     (160, 96, 1, 1, 0, 1, "relu", (2, 2), "conv2d_1x1_gemm"),  # one GEMM over positions
     (7, 20, 1, 1, 0, 1, "hardswish", (1, 1), "conv2d_1x1_gemm"),  # the GEMV at batch 1
     (16, 32, 3, 1, 1, 1, "relu", (14, 14), "conv2d_direct"),   # the 8-lane direct tiles
+    (24, 10, 3, 1, 1, 1, "relu", (30, 31), "conv2d_direct"),   # two chunks of channels
+    (3, 16, 7, 2, 3, 1, None, (23, 22), "conv2d_direct"),      # a 7x7 stride-2 stem
+    (6, 12, 3, 2, 1, 3, "relu", (10, 11), "conv2d_direct"),    # grouped, strided
+    (16, 8, 3, 1, 1, 1, "relu+pool", (16, 15), "conv2d_direct"),  # a fused 2x2 max pool
     (6, 10, 3, 1, 1, 1, "gelu", (9, 9), "conv2d_direct"),      # epilogues on 16 lanes
     (8, 8, 3, 1, 1, 8, "silu", (12, 14), "conv2d_direct"),
 ]

@@ -807,6 +807,14 @@ static __attribute__((noinline)) void SFX(conv_direct_range)(const int64_t *f, f
                                             ldo, bg ? bb : 0, act == ACT_RELU, first, last);
                         break;
                     }
+#ifdef OM_LANES16  /* this tile and the next when that one is whole (om_wide.h) */
+                    if (q0 + 2 * CV_NR <= nqr && nq - q0 - CV_NR > 16) {
+                        SFX(conv_tile48)(kn, koff + k0, xs + q0, wk, og + cb * ldo + q0, ldo,
+                                         bg ? bb : 0, act == ACT_RELU, first, last);
+                        q0 += CV_NR;
+                        continue;
+                    }
+#endif
                     SFX(conv_tile)(kn, koff + k0, xs + q0, wk, og + cb * ldo + q0, ldo,
                                    bg ? bb : 0, act == ACT_RELU, first, last);
                 }

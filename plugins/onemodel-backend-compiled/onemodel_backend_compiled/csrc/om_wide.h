@@ -1,11 +1,11 @@
-/* 16-lane kernels: the packed GEMM (gemm, gemm_part, gemv) of the copies built with
- * OM_LANES16 (native.c: `avx512`, and `avx2-w16`, the same source built for AVX2+FMA so that
- * these tiles, tails and epilogues are tested on a machine without AVX-512), and the implicit
- * GEMM convolution's tiles, the depthwise rows, the softmax's exponentials and the
- * transcendental ops of the pointwise VM and of the convolution epilogue on 16 lanes. Included
- * by om_kernels.h twice: in place of the 8-lane GEMM, and with OM_WIDE_LATE in place of
- * softmax_row (after the 8-lane vector math it uses); the rest of those copies is the 8-lane
- * code.
+/* 16-lane kernels of the copies built with OM_LANES16 (native.c: `avx512`, and `avx2-w16`,
+ * the same source built for AVX2+FMA so that these tiles, tails and epilogues are tested on a
+ * machine without AVX-512): the packed GEMM (gemm, gemm_part, gemv), the implicit-GEMM
+ * convolution's tiles, the direct convolution's tiles (two at a time), the depthwise rows, the
+ * softmax's exponentials, and the transcendental ops of the pointwise VM and of the
+ * convolution epilogue. Included by om_kernels.h twice: in place of the 8-lane GEMM, and with
+ * OM_WIDE_LATE in place of softmax_row (after the 8-lane vector math it uses); the rest of
+ * those copies is the 8-lane code.
  *
  * GCC/clang vector extensions only (64-byte vectors: one zmm register with AVX-512, two ymm
  * on AVX2), min and max by compare and select: no intrinsic that exists for one ISA only.
@@ -394,6 +394,35 @@ static long SFX(act_wide)(int act, float p0, float *x, long n) {
     return i;
 }
 #undef OM_WIDE_MAP
+
+/* the direct convolution's conv_tile over two adjacent tiles at once: 4 output channels x 48
+ * positions in 12 registers (conv_tile's sums, start and epilogue for each position, so the
+ * same bits as two conv_tile calls at q and q + 24) */
+static __attribute__((noinline)) void SFX(conv_tile48)(
+        long K, const long *koff, const float *xq, const float *wp, float *o0, long ldo,
+        const float *bias, int relu, int first, int last) {
+    V16 c[4][3];
+    for (int r = 0; r < 4; r++)
+        for (int j = 0; j < 3; j++)
+            c[r][j] = first ? (V16){0} : SFX(ld16)(o0 + r * ldo + 16 * j);
+    for (long k = 0; k < K; k++) {
+        const float *p = xq + koff[k];
+        V16 b0 = SFX(ld16)(p), b1 = SFX(ld16)(p + 16), b2 = SFX(ld16)(p + 32);
+        const float *w = wp + 4 * k;
+        for (int r = 0; r < 4; r++) {
+            V16 a = SFX(bc16)(w[r]);
+            c[r][0] += a * b0; c[r][1] += a * b1; c[r][2] += a * b2;
+        }
+    }
+    for (int r = 0; r < 4; r++) {
+        V16 bv = SFX(bc16)(bias && last ? bias[r] : 0.0f);
+        for (int j = 0; j < 3; j++) {
+            V16 v = bias && last ? c[r][j] + bv : c[r][j];
+            if (relu && last) v = SFX(relu16)(v);
+            SFX(st16)(o0 + r * ldo + 16 * j, v);
+        }
+    }
+}
 
 #undef V16
 #endif
