@@ -378,3 +378,36 @@ def test_wide_pointwise_transcendentals_bit_identical_to_avx2(wide, op):
         np.testing.assert_array_equal(np.isnan(out[wide]), np.isnan(ref))
         ok = ~np.isnan(ref)
         np.testing.assert_allclose(out[wide][ok], ref[ok], rtol=1e-5, atol=1e-6)
+
+
+# -- layer norm -----------------------------------------------------------------------------
+def _layer_norm(n, args):
+    return lambda t: om.ops.layer_norm(t, (n,), *args)
+
+
+@needs_avx2
+@pytest.mark.parametrize("wide", _copies_here())
+@pytest.mark.parametrize("affine", ["both", "weight", "none"])
+def test_wide_layer_norm_rows_bit_identical_to_avx2(wide, affine):
+    """Rows of every length 1..70 (the 16-lane pass with both or neither of weight and bias,
+    the 8-lane step, the scalar tail), a NaN and an inf row: avx2's bits, the formula's values."""
+    rng = np.random.default_rng(len(affine))
+    for n in range(1, 71):
+        x = (rng.standard_normal((5, n)) * 3 + 1).astype(np.float32)
+        x[1, n // 2], x[3, n - 1] = np.nan, np.inf
+        g = Tensor.from_numpy(rng.standard_normal(n).astype(np.float32))
+        bt = Tensor.from_numpy(rng.standard_normal(n).astype(np.float32))
+        args = {"both": (g, bt), "weight": (g, None), "none": (None, None)}[affine]
+        traced = om.trace(_layer_norm(n, args),
+                          Tensor.from_numpy(np.ones((97, n), np.float32)), "rows", None)
+        session = om.Session(traced, backend="compiled")
+        assert "layer_norm  layer_norm" in session.plan_source({"input": x})  # the kernel
+        out = _on_copies(session, {"input": x}, (wide, "avx2"))
+        np.testing.assert_array_equal(out[wide], out["avx2"], err_msg=f"n={n}")
+        x64 = x[[0, 2, 4]].astype(np.float64)
+        want = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5)
+        if affine != "none":
+            want = want * args[0].numpy()
+        if affine == "both":
+            want = want + args[1].numpy()
+        np.testing.assert_allclose(out[wide][[0, 2, 4]], want, rtol=1e-4, atol=1e-5)

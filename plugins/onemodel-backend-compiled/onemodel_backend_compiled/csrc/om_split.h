@@ -142,7 +142,11 @@ static void SFX(layernorm_range)(const int64_t *f, float **bufs, long lo, long h
         var = var / (float)cols;
         float inv = 1.0f / sqrtf(var + eps);
         V8 iv = SFX(bc)(inv);
+#ifdef OM_LANES16
+        long i = SFX(ln_wide)(xr, yr, g, bt, mean, inv, cols);  /* om_wide.h: the 16s first */
+#else
         long i = 0;
+#endif
         /* 8 lanes at a time, the scalar loop's operations in its order (the branches on g and
          * bt left it scalar: 4x slower) */
         if (g && bt)

@@ -2,10 +2,10 @@
  * the same source built for AVX2+FMA so that these tiles, tails and epilogues are tested on a
  * machine without AVX-512): the packed GEMM (gemm, gemm_part, gemv), the implicit-GEMM
  * convolution's tiles, the direct convolution's tiles (two at a time), the depthwise rows, the
- * softmax's exponentials, and the transcendental ops of the pointwise VM and of the
- * convolution epilogue. Included by om_kernels.h twice: in place of the 8-lane GEMM, and with
- * OM_WIDE_LATE in place of softmax_row (after the 8-lane vector math it uses); the rest of
- * those copies is the 8-lane code.
+ * softmax's exponentials, layer norm's normalising pass, and the transcendental ops of the
+ * pointwise VM and of the convolution epilogue. Included by om_kernels.h twice: in place of
+ * the 8-lane GEMM, and with OM_WIDE_LATE in place of softmax_row (after the 8-lane vector math
+ * it uses); the rest of those copies is the 8-lane code.
  *
  * GCC/clang vector extensions only (64-byte vectors: one zmm register with AVX-512, two ymm
  * on AVX2), min and max by compare and select: no intrinsic that exists for one ISA only.
@@ -394,6 +394,20 @@ static long SFX(act_wide)(int act, float p0, float *x, long n) {
     return i;
 }
 #undef OM_WIDE_MAP
+
+/* layernorm_range's normalising pass (om_split.h) over the whole 16s of a row, with both the
+ * weight and the bias or neither (the 8-lane loops' cases and formulas): how many were done */
+static long SFX(ln_wide)(const float *x, float *y, const float *g, const float *bt, float mean,
+                         float inv, long n) {
+    long i = 0;
+    V16 mv = SFX(bc16)(mean), iv = SFX(bc16)(inv);
+    if (g && bt)
+        for (; i + 16 <= n; i += 16)
+            SFX(st16)(y + i, (SFX(ld16)(x + i) - mv) * iv * SFX(ld16)(g + i) + SFX(ld16)(bt + i));
+    else if (!g && !bt)
+        for (; i + 16 <= n; i += 16) SFX(st16)(y + i, (SFX(ld16)(x + i) - mv) * iv);
+    return i;
+}
 
 /* the direct convolution's conv_tile over two adjacent tiles at once: 4 output channels x 48
  * positions in 12 registers (conv_tile's sums, start and epilogue for each position, so the
