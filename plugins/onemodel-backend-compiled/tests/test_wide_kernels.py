@@ -203,6 +203,21 @@ def test_wide_gemm_split_over_threads_equals_the_whole(wide, m, n):
         _native.split_min_work(before)
 
 
+@pytest.mark.parametrize("wide", _copies_here())
+def test_platform_names_the_copy_and_its_register_lanes(wide):
+    """avx512 peaks at 16 lanes; avx2-w16 runs its 16-lane C on AVX2's 8-lane registers."""
+    from onemodel_backend_compiled.platform import platform
+
+    before = _native.isa()
+    _native.use(wide)
+    try:
+        info = platform()
+    finally:
+        _native.use(before)
+    assert info["isa"] == wide
+    assert info["lanes"] == {"avx2-w16": 8, "avx512": 16}[wide]
+
+
 def test_a_copy_this_cpu_lacks_is_refused():
     try:
         with open("/proc/cpuinfo") as f:
