@@ -9,8 +9,11 @@ from . import _native, dispatch, heuristics
 
 #: FMA (multiply-add) pipes per core assumed for the peak: two on every x86-64 core with AVX2
 #: since Haswell and Zen 2. The generic copy is baseline x86-64 (SSE2): 4 lanes, a multiply and
-#: an add pipe, no FMA (1 here: lanes x 2 flops x 1).
-#: avx2-w16 (a test copy: 16-lane code on AVX2, each vector two ymm) peaks as avx2 does.
+#: an add pipe, no FMA (1 here: lanes x 2 flops x 1). avx512: 16 lanes and two 512-bit FMA
+#: pipes, Intel server cores' figure (Xeon Skylake-SP and later with both FMA units); Zen 4
+#: double-pumps 512-bit operations through its 256-bit units, so its real peak equals AVX2's
+#: (half this figure). avx2-w16 (a test copy: 16-lane code on AVX2, each vector two ymm) peaks
+#: as avx2 does (16 lanes x 1).
 _FMA_PIPES = {"avx2": 2, "avx512": 2, "avx2-w16": 1}
 
 

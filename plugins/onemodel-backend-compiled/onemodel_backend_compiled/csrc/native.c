@@ -38,6 +38,20 @@
 #define OM_VEC_MINMAX 1
 #include "om_copy.h"
 
+/* a test copy: the 16-lane kernels (om_wide.h) built for AVX2+FMA, each 64-byte vector as two
+ * ymm: slower than avx2 and never chosen at import, but the very same C as the avx512 copy's,
+ * so its tiles, tails and epilogues are tested on machines without AVX-512 */
+#define SFX(name) name##_avx2w16
+#define OM_COPY_NAME "avx2-w16"
+#define OM_LANES 16
+#define OM_COPY_BELOW (&copy_desc_avx2)
+#define OM_COPY_CPU (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+#define OM_COPY_AUTO 0
+#define OM_COPY_TARGET "avx2,fma"
+#define OM_VEC_MINMAX 1
+#define OM_LANES16 1
+#include "om_copy.h"
+
 #define SFX(name) name##_avx512
 #define OM_COPY_NAME "avx512"
 #define OM_LANES 16
@@ -55,7 +69,7 @@
 /* every copy, best first */
 static const om_copy *const g_copies[] = {
 #ifdef OM_HAVE_X86_COPIES
-    &copy_desc_avx512, &copy_desc_avx2,
+    &copy_desc_avx512, &copy_desc_avx2w16, &copy_desc_avx2,
 #endif
     &copy_desc_generic};
 #define NCOPIES ((int)(sizeof(g_copies) / sizeof(g_copies[0])))

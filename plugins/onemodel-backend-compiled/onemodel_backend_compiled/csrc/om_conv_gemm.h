@@ -127,6 +127,9 @@ static void SFX(conv_gemm)(const int64_t *f, float **bufs) {
     for (long m0b = 0; m0b < M; m0b += mb) {
         long m1b = m0b + mb < M ? m0b + mb : M;
         SFX(pack_patches)(xp, A, m0b, m1b, Cin, Hp, Wp, kh, kw, dh, dw, sh, sw, Ho, Wo, toff);
+#ifdef OM_LANES16
+        SFX(wconv_block)(K, A, wp, m0b, m1b, np, Cout, C, &e);  /* om_wide.h: 2 panels a tile */
+#else
         for (long j = 0; j < np; j++) {  /* one panel against every row of the block */
             const float *b = wp + j * 16 * K;
             long n0 = j * 16;
@@ -138,6 +141,7 @@ static void SFX(conv_gemm)(const int64_t *f, float **bufs) {
                 else SFX(ukrp6)(K, ap, b, mr, nr, m0, n0, C, Cout, &e);
             }
         }
+#endif
     }
     for (long n = 0; n < Nn; n++)  /* positions x channels -> channels first */
         for (long co = 0; co < Cout; co++) {

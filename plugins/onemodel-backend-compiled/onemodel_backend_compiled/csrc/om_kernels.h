@@ -2,7 +2,9 @@
  * AVX2+FMA, AVX-512), each under its SFX and OM_LANES; it ends with the copy's kind table
  * (om_kinds.h), from which native.c assembles the active table at import by the CPU. The
  * executor that runs through it is compiled once (om_exec.h). Everything is float32; nothing
- * here allocates or can fail except on a bad instruction (its kind's run returns 0). */
+ * here allocates or can fail except on a bad instruction (its kind's run returns 0). The copies
+ * built with OM_LANES16 (avx512, and avx2-w16 for the tests) take om_wide.h's 16-lane GEMM,
+ * convolution tiles, softmax, layer norm and transcendentals where marked below. */
 #include "om_program.h"
 #include "om_kind.h"
 
@@ -201,6 +203,12 @@ static void SFX(ukr4x16)(long K, const float *a0, const float *a1, const float *
     SFX(store_tile)(tile, mr, nr, m0, n0, C, ldc, e);
 }
 
+#undef OM_GEMM_MR
+#ifdef OM_LANES16
+#include "om_wide.h"  /* the 16-lane gemv, gemm_part and gemm */
+#else
+#define OM_GEMM_MR 6  /* rows of A per register tile (om_split.h splits GEMM rows by it) */
+
 /* one row against four panels at once (M = 1: a GEMV over the packed weights) */
 static void SFX(gemv)(long K, long N, const float *a, const float *Bp, float *C,
                       const SFX(Epi) *e) {
@@ -281,6 +289,7 @@ static void SFX(gemm)(long M, long K, long N, const float *A, long lda, const fl
     if (M == 1 && ldc == N) { SFX(gemv)(K, N, A, Bp, C, e); return; }
     SFX(gemm_part)(0, M, 0, (N + 15) / 16, K, N, A, lda, Bp, C, ldc, e);
 }
+#endif
 
 /* pack B (element (k, n) at B[k*sk + n*sn]) into 16-column panels, zero padded */
 static void SFX(pack_b)(const float *B, long K, long N, long sk, long sn, float *dst) {
@@ -361,6 +370,11 @@ static inline V8 SFX(gelu_tanh8)(V8 x) {
     return 0.5f * x * (1.0f + SFX(tanh8)(u));
 }
 
+#ifdef OM_LANES16
+#define OM_WIDE_LATE 1
+#include "om_wide.h"  /* the 16-lane softmax_row */
+#undef OM_WIDE_LATE
+#else
 /* y = softmax(scale * x) over n values (y may be x); NaN anywhere gives NaN everywhere, as the
  * numpy kernel's max does. The sum is in SFX(sum)'s order. With normalize 0, y holds the
  * exponentials and the sum is returned (attention divides its output rows instead). */
@@ -388,6 +402,7 @@ static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int
     for (; i < n; i++) y[i] = y[i] / s;
     return s;
 }
+#endif
 #undef I8
 
 #include "om_prologue.h"
@@ -494,6 +509,7 @@ static void SFX(conv_tile8)(long K, const long *koff, const float *xq, const flo
     }
 }
 
+#ifndef OM_LANES16  /* (om_wide.h has the 16-lane dw_rows) */
 /* a depthwise channel (one input and one output channel): positions [0, nq) of o, 48 at a time
  * in six independent sums (enough to hide the FMA latency), then 8 at a time; weights at
  * stride 4 (the packed layout's first row) */
@@ -523,12 +539,17 @@ static void SFX(dw_rows)(long K, const long *koff, const float *xp, const float 
         SFX(st8)(o + q, relu ? SFX(relu8)(v) : v);
     }
 }
+#endif
 
 /* an activation on n values in place, 8 lanes at a time (the scalar forms for the tail): the
  * convolution's epilogue past ReLU, on a channel's positions while they are in L1. p0, p1:
  * clip's bounds, hardsigmoid's alpha and beta, swish's beta */
 static void SFX(act_rows)(int act, float p0, float p1, float *x, long n) {
+#ifdef OM_LANES16
+    long i = SFX(act_wide)(act, p0, x, n);  /* om_wide.h: a 16-lane prefix, the same bits */
+#else
     long i = 0;
+#endif
 #define OM_ACT_ROWS(VEC, SCALAR) \
     for (; i + 8 <= n; i += 8) { V8 v = SFX(ld8)(x + i); SFX(st8)(x + i, VEC); } \
     for (; i < n; i++) { float v = x[i]; x[i] = SCALAR; } break
@@ -788,6 +809,14 @@ static __attribute__((noinline)) void SFX(conv_direct_range)(const int64_t *f, f
                                             ldo, bg ? bb : 0, act == ACT_RELU, first, last);
                         break;
                     }
+#ifdef OM_LANES16  /* this tile and the next when that one is whole (om_wide.h) */
+                    if (q0 + 2 * CV_NR <= nqr && nq - q0 - CV_NR > 16) {
+                        SFX(conv_tile48)(kn, koff + k0, xs + q0, wk, og + cb * ldo + q0, ldo,
+                                         bg ? bb : 0, act == ACT_RELU, first, last);
+                        q0 += CV_NR;
+                        continue;
+                    }
+#endif
                     SFX(conv_tile)(kn, koff + k0, xs + q0, wk, og + cb * ldo + q0, ldo,
                                    bg ? bb : 0, act == ACT_RELU, first, last);
                 }
@@ -927,7 +956,13 @@ static void SFX(pack_bt)(const float *src, long K, long N, long ld, float *dst) 
 /* rd = f(ra): 8 lanes at a time (VEC, of the V8 v), the scalar formula (SCALAR, of i) for the
  * rest; GCC does not vectorise the scalar exp (its float-to-int rounding), so the transcendental
  * ops take the 8-lane forms */
-#define OM_VM_UNARY8(VEC, SCALAR) do { long i = 0; \
+#undef OM_VM_WIDE_START
+#ifdef OM_LANES16  /* exp, tanh, sigmoid, GELU-tanh, swish: a 16-lane prefix first (om_wide.h) */
+#define OM_VM_WIDE_START SFX(vm_wide)(opc, ra, rd, n)
+#else
+#define OM_VM_WIDE_START 0
+#endif
+#define OM_VM_UNARY8(VEC, SCALAR) do { long i = OM_VM_WIDE_START; \
     for (; i + 8 <= n; i += 8) { V8 v = SFX(ld8)(ra + i); SFX(st8)(rd + i, VEC); } \
     for (; i < n; i++) rd[i] = SCALAR; } while (0)
 /* the same for rd = f(ra, rb) (u of ra, v of rb): GCC leaves om_max's branches scalar */

@@ -130,7 +130,11 @@ static void SFX(layernorm_range)(const int64_t *f, float **bufs, long lo, long h
         var = var / (float)cols;
         float inv = 1.0f / sqrtf(var + eps);
         V8 iv = SFX(bc)(inv);
+#ifdef OM_LANES16
+        long i = SFX(ln_wide)(xr, yr, g, bt, mean, inv, cols);  /* om_wide.h: the 16s first */
+#else
         long i = 0;
+#endif
         /* 8 lanes at a time, the scalar loop's operations in its order (the branches on g and
          * bt left it scalar: 4x slower) */
         if (g && bt)
@@ -279,10 +283,11 @@ static int SFX(gemm_split)(const int64_t *f, int threads, om_split_t *s) {
     s->work = 2.0 * M * K * N;
     /* by 16-column panels when there are enough: each thread streams only its panels of the
      * weights (a split by rows streams all of them once per part: 4x the weight traffic of a
-     * 784x512 layer at batch 64); else by 6-row tiles */
+     * 784x512 layer at batch 64); else by row tiles (OM_GEMM_MR rows: 6, 12 in the 16-lane
+     * copies) */
     s->items = np;
     s->mode = 1;
-    if (np < 2 * threads) { s->items = (M + 5) / 6; s->mode = 0; }
+    if (np < 2 * threads) { s->items = (M + OM_GEMM_MR - 1) / OM_GEMM_MR; s->mode = 0; }
     return 1;
 }
 
@@ -292,8 +297,9 @@ static void SFX(gemm_range)(const int64_t *f, float **bufs, int mode, long lo, l
     long M = f[2], np = (f[4] + 15) / 16;
     (void)scr;
     if (mode == 0)
-        SFX(gemm_part)(6 * lo, 6 * hi < M ? 6 * hi : M, 0, np, f[3], f[4], OM_ADDR(bufs, f[0]), f[1],
-                       OM_ADDR(bufs, f[5]), OM_ADDR(bufs, f[10]), f[11], &e);
+        SFX(gemm_part)(OM_GEMM_MR * lo, OM_GEMM_MR * hi < M ? OM_GEMM_MR * hi : M, 0, np, f[3],
+                       f[4], OM_ADDR(bufs, f[0]), f[1], OM_ADDR(bufs, f[5]),
+                       OM_ADDR(bufs, f[10]), f[11], &e);
     else
         SFX(gemm_part)(0, M, lo, hi, f[3], f[4], OM_ADDR(bufs, f[0]), f[1], OM_ADDR(bufs, f[5]), OM_ADDR(bufs, f[10]),
                        f[11], &e);
