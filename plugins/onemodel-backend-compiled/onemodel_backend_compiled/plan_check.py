@@ -388,11 +388,16 @@ def _rnn(gates: int):
     cn, flags, scratch (csrc/om_rnn.h). A field the cell does not read must be -1."""
     def check(c: _Ins) -> None:
         t, b, h = c.count(0, "steps"), c.count(1, "batch"), c.count(2, "hidden size")
-        flags = c.code(14, "flags", {0, 1, 2, 3} if gates == 3 else {0, 1})
+        flags = c.code(14, "flags", {0, 1, 2, 3} if gates == 3 else {0, 1, 4, 5})
         lbr = bool(flags & 2)
         split = gates == 3 and not lbr  # W_rz and W_n as two panel sets
         c.flat(3, "input projection", t * b * gates * h)
-        c.flat(4, "recurrent weight panels", _ceil(2 * h if split else gates * h, 16) * h)
+        if flags & 4:  # the fused LSTM: W_hh by unit, (H, H, 4), 8-lane blocks of 4H
+            if h % 4:
+                c.fail(f"hidden size (field 2) is {h}, not a multiple of 4 (fused LSTM)")
+            c.flat(4, "recurrent weights by unit", gates * h * h)
+        else:
+            c.flat(4, "recurrent weight panels", _ceil(2 * h if split else gates * h, 16) * h)
         unused = {-1}
         if split:
             c.flat(5, "n weight panels", _ceil(h, 16) * h)

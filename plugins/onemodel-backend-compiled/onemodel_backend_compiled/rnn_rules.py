@@ -1,7 +1,9 @@
 """lstm and gru (one direction of one layer; om.nn.LSTM / GRU and the ONNX imports stack layers
 and directions out of them) as native code: the input projection of every step as one packed
 GEMM into scratch, then one I_LSTM / I_GRU instruction running the steps (csrc/om_rnn.h: per
-step the recurrent GEMM over the packed W_hh^T and the gate arithmetic).
+step the recurrent GEMM over the packed W_hh^T and the gate arithmetic; an LSTM of batch
+`FUSED_MIN_BATCH` and more holds the batch in the lanes and runs the cell inside its recurrent
+tiles, over W_hh packed by hidden unit).
 
 Biases are folded where the formula allows: an LSTM's b_ih + b_hh and a GRU's (without
 ``linear_before_reset``) both go into the projection's bias; a GRU with it keeps b_hh on the
@@ -16,6 +18,10 @@ import numpy as np
 from . import program as P
 from .lower import Lowering
 from .pointwise import Unsupported
+
+#: from this batch on an LSTM runs fused (csrc/om_rnn.h lstm_fused: the batch in the lanes, W_hh
+#: streamed once a step, the cell in the tile's registers); below it, the packed GEMM's rows
+FUSED_MIN_BATCH = 8
 
 
 def _weight(lw: Lowering, value, rows: int, cols: int | None, what: str):
@@ -66,7 +72,12 @@ def _rule(gates: int):
         lw.emit(P.instruction(P.I_GEMM, xl.addr, lda, m, k, gh, P.addr(P.WEIGHTS, w_in),
                               bias_off, 1 if parts else 0, -1, gh, pre.addr, gh,
                               P.ACTIVATIONS[None]))
-        if gates == 3 and not lbr:  # r and z from h, n from r * h: two panel sets
+        fused = gates == 4 and batch >= FUSED_MIN_BATCH and h % 4 == 0
+        if fused:  # w[j][k][gate]: the 4 gates of unit j side by side (om_rnn.h lstm_fused)
+            w = lw.weights.plain(("lstm w_hh by unit", key(w_hh)), np.ascontiguousarray(
+                W_hh.reshape(4, h, h).transpose(1, 2, 0)))
+            w2 = -1
+        elif gates == 3 and not lbr:  # r and z from h, n from r * h: two panel sets
             w = lw.weights.panels((key(w_hh), "rz^T"), lambda: W_hh[:2 * h].T)
             w2 = P.addr(P.WEIGHTS, lw.weights.panels((key(w_hh), "n^T"),
                                                      lambda: W_hh[2 * h:].T))
@@ -76,8 +87,8 @@ def _rule(gates: int):
         states = [lw.contiguous(s).addr if s is not None else -1 for s in (h0, c0)]
         y = lw.dest(node.outputs[0])
         finals = [lw.dest(o) for o in node.outputs[1:]]
-        scratch = lw.scratch(batch * (gates + 2) * h)
-        flags = (1 if params.get("reverse", False) else 0) | (2 if lbr else 0)
+        scratch = lw.scratch(112 * h if fused else batch * (gates + 2) * h)
+        flags = (1 if params.get("reverse", False) else 0) | (2 if lbr else 0) | (4 if fused else 0)
         lw.emit(P.instruction(P.I_LSTM if gates == 4 else P.I_GRU, steps, batch, h, pre.addr,
                               P.addr(P.WEIGHTS, w), w2, rec_bias, *states, y.addr,
                               batch * h, h, finals[0].addr,

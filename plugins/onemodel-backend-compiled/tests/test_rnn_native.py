@@ -240,3 +240,64 @@ def test_saturated_gates_and_nan_match(isa, cell):
     got = _check(traced, {name: bad})
     y = got[traced.output_names[0]].numpy()
     assert np.isnan(y[1:, 0]).all() and not np.isnan(y[:, 1]).any()
+
+
+def _lstm_flags(session, feeds) -> list:
+    """The flags field (14) of every I_LSTM instruction of the plan for ``feeds`` (after the
+    opcode and the length)."""
+    from onemodel_backend_compiled import program as P
+    from onemodel_backend_compiled.lower import NativeSegment
+
+    _, env = session._check_feeds(feeds)
+    plan = session._compiled.plan(env)
+    return [int(ins[2 + 14]) for seg in plan.segments if isinstance(seg, NativeSegment)
+            for ins in seg.instructions if int(ins[0]) == P.I_LSTM]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("batch,hidden", [(8, 12), (9, 4), (15, 20), (16, 16), (17, 8),
+                                          (33, 28), (16, 6), (7, 12)])
+def test_lstm_batch_in_lanes_matches_the_cell_equations(isa, batch, hidden, reverse):
+    """From rnn_rules.FUSED_MIN_BATCH on, an LSTM whose hidden size is a multiple of 4 runs with
+    the batch in 16 lanes (om_rnn.h lstm_fused): groups of 16 rows and a partial one (of 1, of
+    fewer or more than 8), units past the last 8-lane block (12, 20, 28); hidden 6 and batch 7
+    keep the GEMM rows. Initial states both ways, against the float64 cell equations."""
+    from onemodel_backend_compiled.rnn_rules import FUSED_MIN_BATCH
+
+    rng = np.random.default_rng(batch * 100 + hidden)
+    size, seq = 5, 6
+    w = [_r(rng, 4 * hidden, size), _r(rng, 4 * hidden, hidden), _r(rng, 4 * hidden),
+         _r(rng, 4 * hidden)]
+    h0, c0 = _r(rng, batch, hidden), _r(rng, batch, hidden)
+    x = _r(rng, seq, batch, size, scale=1.5)
+    consts = [Tensor.from_numpy(a) for a in w]
+
+    def fn(x, h0, c0):
+        return om.ops.lstm(x, *consts, h0, c0, reverse=reverse)
+
+    traced = _trace(fn, x, h0, c0)
+    feeds = dict(zip(traced.input_names, [x, h0, c0]))
+    got = _check(traced, feeds)
+    want = ref_lstm(x, *w, h0=h0, c0=c0, reverse=reverse)
+    for name, ref in zip(traced.output_names, want):
+        np.testing.assert_allclose(got[name].numpy(), ref, **TOL, err_msg=name)
+    fused = batch >= FUSED_MIN_BATCH and hidden % 4 == 0
+    flags = _lstm_flags(om.Session(traced, backend="compiled"), feeds)
+    assert flags == [(4 if fused else 0) | (1 if reverse else 0)], flags
+
+
+def test_lstm_batch_in_lanes_bidirectional_layers_without_states(isa):
+    """om.nn.LSTM, two bidirectional layers, batch first, no initial states, batch 19: all four
+    directions fused."""
+    om.manual_seed(9)
+    m = om.nn.LSTM(6, 16, num_layers=2, bidirectional=True, batch_first=True).eval()
+    x = _r(np.random.default_rng(9), 19, 7, 6, scale=1.0)
+
+    def fn(x):
+        out, (h, c) = m(x)
+        return out, h, c
+
+    traced = _trace(fn, x)
+    feeds = {traced.input_names[0]: x}
+    _check(traced, feeds)
+    assert _lstm_flags(om.Session(traced, backend="compiled"), feeds) == [4, 5, 4, 5]

@@ -10,9 +10,11 @@
  *   GRU with linear_before_reset, where r scales W_hn h + b_hn; -1 elsewhere: folded into pre);
  *   h0, c0: initial states (B, H) or -1 (zeros); y: step t, batch row b at
  *   y + t * y_step + b * y_row; hn, cn: the final states (B, H) (cn: -1 for a GRU);
- *   flags: 1 reverse (steps from the last), 2 linear_before_reset (GRU);
- *   scratch: B * (G + 2) * H floats (rnn_scratch). */
+ *   flags: 1 reverse (steps from the last), 2 linear_before_reset (GRU), 4 the fused LSTM
+ *   (lstm_fused below: w packed by gate, H % 4 == 0);
+ *   scratch: B * (G + 2) * H floats, 112 H for the fused LSTM (rnn_scratch). */
 static long SFX(rnn_scratch)(int64_t op, const int64_t *f) {
+    if (op == I_LSTM && (f[14] & 4)) return 112 * f[2];  /* the fused LSTM, below */
     return f[1] * ((op == I_LSTM ? 4 : 3) + 2) * f[2];
 }
 
@@ -118,6 +120,94 @@ static void SFX(gru_n_row)(const float *a, const float *z, const float *hp, floa
     }
 }
 
+/* -- the fused LSTM (flags & 4, batch of at least rnn_rules.FUSED_MIN_BATCH, H % 4 == 0) ----
+ * The batch lies in the lanes: per group of 16 batch rows, the state is held transposed, h^T
+ * and c^T as (H, 16), so h^T is the recurrent product's B operand as it stands (one 16-column
+ * panel, 8 KiB at H = 128, in L1) and W_hh, packed by gate as w[j][k][i, f, g, o], is streamed
+ * once a step (the 6x16 GEMM of the unfused path re-streamed it for rows 0-5, 6-11 and 12-15).
+ * One tile is the 4 gates of one hidden unit j for the 16 rows: 8 accumulators, and the cell
+ * runs on them in registers; the step's input projection (T, B, 4H) is turned to (4H, 16) by
+ * 8x8 register transposes first, and h^T back into y's rows after the step.
+ * Scratch: 112 H floats (pre^T 64 H, h^T twice 32 H, c^T 16 H). */
+static __attribute__((noinline)) void SFX(lstm_unit16)(long H, const float *wj, const float *hT, const float *pT,
+                                    float *cj, float *hj) {
+    V8 i0 = {0}, i1 = {0}, f0 = {0}, f1 = {0}, g0 = {0}, g1 = {0}, o0 = {0}, o1 = {0};
+    for (long k = 0; k < H; k++) {
+        V8 a0 = SFX(ld8)(hT + 16 * k), a1 = SFX(ld8)(hT + 16 * k + 8), w;
+        const float *wk = wj + 4 * k;
+        w = SFX(bc)(wk[0]); i0 += w * a0; i1 += w * a1;
+        w = SFX(bc)(wk[1]); f0 += w * a0; f1 += w * a1;
+        w = SFX(bc)(wk[2]); g0 += w * a0; g1 += w * a1;
+        w = SFX(bc)(wk[3]); o0 += w * a0; o1 += w * a1;
+    }
+    long G = 16 * H;  /* from one gate's rows of pre^T to the next */
+    i0 = SFX(gate_sig8)(i0 + SFX(ld8)(pT));         i1 = SFX(gate_sig8)(i1 + SFX(ld8)(pT + 8));
+    f0 = SFX(gate_sig8)(f0 + SFX(ld8)(pT + G));     f1 = SFX(gate_sig8)(f1 + SFX(ld8)(pT + G + 8));
+    g0 = SFX(gate_tanh8)(g0 + SFX(ld8)(pT + 2 * G));
+    g1 = SFX(gate_tanh8)(g1 + SFX(ld8)(pT + 2 * G + 8));
+    o0 = SFX(gate_sig8)(o0 + SFX(ld8)(pT + 3 * G)); o1 = SFX(gate_sig8)(o1 + SFX(ld8)(pT + 3 * G + 8));
+    V8 c0 = f0 * SFX(ld8)(cj) + i0 * g0, c1 = f1 * SFX(ld8)(cj + 8) + i1 * g1;
+    SFX(st8)(cj, c0); SFX(st8)(cj + 8, c1);
+    SFX(st8)(hj, o0 * SFX(gate_tanh8)(c0)); SFX(st8)(hj + 8, o1 * SFX(gate_tanh8)(c1));
+}
+
+/* rows [0, nb) of src (row stride ld, n columns) into dst^T (n, 16); lanes from nb on are
+ * zero */
+static void SFX(rows_to_lanes)(const float *src, long ld, long nb, long n, float *dst) {
+    long c = 0;
+    for (; c + 8 <= n; c += 8)
+        for (long half = 0; half < 2; half++) {
+            long m = nb - 8 * half;
+            V8 r[8];
+            for (long b = 0; b < 8; b++)
+                r[b] = b < m ? SFX(ld8)(src + (8 * half + b) * ld + c) : (V8){0};
+            if (m > 0) SFX(transpose8)(r);
+            for (long q = 0; q < 8; q++) SFX(st8)(dst + (c + q) * 16 + 8 * half, r[q]);
+        }
+    for (; c < n; c++)
+        for (long b = 0; b < 16; b++) dst[c * 16 + b] = b < nb ? src[b * ld + c] : 0.0f;
+}
+
+/* the inverse for rows [0, nb): dst[b * ld + j] = src[j * 16 + b], any n */
+static void SFX(lanes_to_rows)(const float *src, long nb, long n, float *dst, long ld) {
+    long c = 0;
+    for (; c + 8 <= n; c += 8)
+        for (long half = 0; half * 8 < nb; half++) {
+            V8 r[8];
+            for (long q = 0; q < 8; q++) r[q] = SFX(ld8)(src + (c + q) * 16 + 8 * half);
+            SFX(transpose8)(r);
+            for (long b = 0; b < 8 && 8 * half + b < nb; b++)
+                SFX(st8)(dst + (8 * half + b) * ld + c, r[b]);
+        }
+    for (; c < n; c++)
+        for (long b = 0; b < nb; b++) dst[b * ld + c] = src[c * 16 + b];
+}
+
+static void SFX(lstm_fused)(long T, long B, long H, const float *pre, const float *w,
+                            const float *h0, const float *c0, float *y, long ystep, long yrow,
+                            float *hn, float *cn, int rev, float *S) {
+    long GH = 4 * H;
+    float *pT = S, *ha = pT + 16 * GH, *hb = ha + 16 * H, *cT = hb + 16 * H;
+    for (long b0 = 0; b0 < B; b0 += 16) {
+        long nb = B - b0 < 16 ? B - b0 : 16;
+        float *hc = ha, *hx = hb;
+        if (h0) SFX(rows_to_lanes)(h0 + b0 * H, H, nb, H, hc);
+        else memset(hc, 0, 16 * H * sizeof(float));
+        if (c0) SFX(rows_to_lanes)(c0 + b0 * H, H, nb, H, cT);
+        else memset(cT, 0, 16 * H * sizeof(float));
+        for (long s = 0; s < T; s++) {
+            long t = rev ? T - 1 - s : s;
+            SFX(rows_to_lanes)(pre + (t * B + b0) * GH, GH, nb, GH, pT);
+            for (long j = 0; j < H; j++)
+                SFX(lstm_unit16)(H, w + j * 4 * H, hc, pT + 16 * j, cT + 16 * j, hx + 16 * j);
+            SFX(lanes_to_rows)(hx, nb, H, y + t * ystep + b0 * yrow, yrow);
+            float *tmp = hc; hc = hx; hx = tmp;
+        }
+        SFX(lanes_to_rows)(hc, nb, H, hn + b0 * H, H);
+        SFX(lanes_to_rows)(cT, nb, H, cn + b0 * H, H);
+    }
+}
+
 #define RADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
 static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
     long T = f[0], B = f[1], H = f[2], ystep = f[10], yrow = f[11];
@@ -126,6 +216,10 @@ static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
     const float *pre = RADDR(f[3]), *w = RADDR(f[4]), *w2 = RADDR(f[5]), *bias = RADDR(f[6]);
     const float *h0 = RADDR(f[7]), *c0 = RADDR(f[8]);
     float *y = RADDR(f[9]), *hn = RADDR(f[12]), *cn = RADDR(f[13]), *S = RADDR(f[15]);
+    if (lstm && (f[14] & 4)) {
+        SFX(lstm_fused)(T, B, H, pre, w, h0, c0, y, ystep, yrow, hn, cn, rev, S);
+        return;
+    }
     float *q = S, *rh = S + B * GH, *qn = rh + B * H;
     /* the state before the first step: h0, or zeros in hn (written again at the end) */
     const float *hp = h0;
