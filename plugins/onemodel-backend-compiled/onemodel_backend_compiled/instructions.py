@@ -154,8 +154,8 @@ TABLE: tuple[Instruction, ...] = (
     Instruction("ATTN_MASK", 31, "attention", _f(
         _ATTN + " mask:addr m_s0:stride m_s1:stride m_row:stride m_col:stride is_bool:code",
         {"is_bool": (0, 1)}), (23, _attention_scratch)),
-    Instruction("LSTM", 40, "lstm", _f(_RNN, {"flags": (0, 1, 4, 5)}),
-                (15, lambda f: 112 * f[2] if f[14] & 4 else f[1] * 6 * f[2]),
+    Instruction("LSTM", 40, "lstm", _f(_RNN + " input:count", {"flags": (0, 1, 4, 5)}),
+                (15, lambda f: 16 * (3 * f[2] + 2 * f[16]) if f[14] & 4 else f[1] * 6 * f[2]),
                 "40-49: recurrent layers (om_rnn.h)"),
     Instruction("GRU", 41, "gru", _f(_RNN, {"flags": (0, 1, 2, 3)}),
                 (15, lambda f: f[1] * 5 * f[2])),

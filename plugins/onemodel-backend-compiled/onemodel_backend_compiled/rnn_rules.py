@@ -55,48 +55,80 @@ def _rule(gates: int):
         B_hh = _weight(lw, b_hh, gh, None, "b_hh")
         lbr = gates == 3 and bool(params.get("linear_before_reset", True))
         key = lw.const_key
-        # the projection's bias: b_ih, plus b_hh where it is not on the recurrent GEMM
-        parts = [(b, B) for j, (b, B) in enumerate(((b_ih, B_ih), (b_hh, B_hh)))
-                 if B is not None and not (lbr and j == 1)]
-        bias_off = -1
-        if parts:
-            total = parts[0][1] if len(parts) == 1 else parts[0][1] + parts[1][1]
-            bias_off = P.addr(P.WEIGHTS, lw.weights.plain(
-                ("rnn projection bias", *(key(b) for b, _ in parts)), total))
-        rec_bias = -1
-        if lbr and B_hh is not None:
-            rec_bias = P.addr(P.WEIGHTS, lw.weights.plain(key(b_hh), B_hh))
-        xl, m, k, lda = lw.matrix(x)
-        pre = lw.scratch(steps * batch * gh)
-        w_in = lw.weights.panels((key(w_ih), "^T"), lambda: W_ih.T)
-        lw.emit(P.instruction(P.I_GEMM, xl.addr, lda, m, k, gh, P.addr(P.WEIGHTS, w_in),
-                              bias_off, 1 if parts else 0, -1, gh, pre.addr, gh,
-                              P.ACTIVATIONS[None]))
         fused = gates == 4 and batch >= FUSED_MIN_BATCH and h % 4 == 0
-        if fused:  # w[j][k][gate]: the 4 gates of unit j side by side (om_rnn.h lstm_fused)
-            w = lw.weights.plain(("lstm w_hh by unit", key(w_hh)), np.ascontiguousarray(
-                W_hh.reshape(4, h, h).transpose(1, 2, 0)))
-            w2 = -1
-        elif gates == 3 and not lbr:  # r and z from h, n from r * h: two panel sets
-            w = lw.weights.panels((key(w_hh), "rz^T"), lambda: W_hh[:2 * h].T)
-            w2 = P.addr(P.WEIGHTS, lw.weights.panels((key(w_hh), "n^T"),
-                                                     lambda: W_hh[2 * h:].T))
+        if fused:
+            src, w, w2, rec_bias = _fused_lstm(lw, key, (w_ih, w_hh, b_ih, b_hh),
+                                               (W_ih, W_hh, B_ih, B_hh), x, h, size)
         else:
-            w = lw.weights.panels((key(w_hh), "^T"), lambda: W_hh.T)
-            w2 = -1
+            src, w, w2, rec_bias = _projection_and_panels(
+                lw, key, (w_ih, w_hh, b_ih, b_hh), (W_ih, W_hh, B_ih, B_hh), x, steps * batch,
+                gh, h, lbr)
         states = [lw.contiguous(s).addr if s is not None else -1 for s in (h0, c0)]
         y = lw.dest(node.outputs[0])
         finals = [lw.dest(o) for o in node.outputs[1:]]
-        scratch = lw.scratch(112 * h if fused else batch * (gates + 2) * h)
+        scratch = lw.scratch(16 * (3 * h + 2 * size) if fused else batch * (gates + 2) * h)
         flags = (1 if params.get("reverse", False) else 0) | (2 if lbr else 0) | (4 if fused else 0)
-        lw.emit(P.instruction(P.I_LSTM if gates == 4 else P.I_GRU, steps, batch, h, pre.addr,
+        lw.emit(P.instruction(P.I_LSTM if gates == 4 else P.I_GRU, steps, batch, h, src,
                               P.addr(P.WEIGHTS, w), w2, rec_bias, *states, y.addr,
                               batch * h, h, finals[0].addr,
-                              finals[1].addr if gates == 4 else -1, flags, scratch.addr))
+                              finals[1].addr if gates == 4 else -1, flags, scratch.addr,
+                              *((size,) if gates == 4 else ())))
         lw.bind(node.outputs[0], y)
         for o, loc in zip(node.outputs[1:], finals):
             lw.bind(o, loc)
     return rule
+
+
+def _fused_lstm(lw: Lowering, key, values, arrays, x, h: int, size: int):
+    """The fused LSTM's operands (csrc/om_rnn.h lstm_fused): x itself, [W_hh | W_ih] by unit
+    as w[j][k][i, f, g, o] and b_ih + b_hh by unit (H, 4)."""
+    w_ih, w_hh, b_ih, b_hh = values
+    W_ih, W_hh, B_ih, B_hh = arrays
+    w = lw.weights.plain(("lstm [w_hh | w_ih] by unit", key(w_hh), key(w_ih)),
+                         np.ascontiguousarray(np.concatenate([W_hh, W_ih], axis=1)
+                                              .reshape(4, h, h + size).transpose(1, 2, 0)))
+    bias = -1
+    parts = [(b, B) for b, B in ((b_ih, B_ih), (b_hh, B_hh)) if B is not None]
+    if parts:
+        total = parts[0][1] if len(parts) == 1 else parts[0][1] + parts[1][1]
+        bias = P.addr(P.WEIGHTS, lw.weights.plain(
+            ("lstm bias by unit", *(key(b) for b, _ in parts)),
+            np.ascontiguousarray(total.reshape(4, h).T)))
+    return lw.contiguous(x).addr, w, -1, bias
+
+
+def _projection_and_panels(lw: Lowering, key, values, arrays, x, rows: int, gh: int, h: int,
+                           lbr: bool):
+    """The input projection of every step as one packed GEMM into scratch (emitted here), and
+    the recurrent weight panels."""
+    w_ih, w_hh, b_ih, b_hh = values
+    W_ih, W_hh, B_ih, B_hh = arrays
+    gates = gh // h
+    # the projection's bias: b_ih, plus b_hh where it is not on the recurrent GEMM
+    parts = [(b, B) for j, (b, B) in enumerate(((b_ih, B_ih), (b_hh, B_hh)))
+             if B is not None and not (lbr and j == 1)]
+    bias_off = -1
+    if parts:
+        total = parts[0][1] if len(parts) == 1 else parts[0][1] + parts[1][1]
+        bias_off = P.addr(P.WEIGHTS, lw.weights.plain(
+            ("rnn projection bias", *(key(b) for b, _ in parts)), total))
+    rec_bias = -1
+    if lbr and B_hh is not None:
+        rec_bias = P.addr(P.WEIGHTS, lw.weights.plain(key(b_hh), B_hh))
+    xl, m, k, lda = lw.matrix(x)
+    pre = lw.scratch(rows * gh)
+    w_in = lw.weights.panels((key(w_ih), "^T"), lambda: W_ih.T)
+    lw.emit(P.instruction(P.I_GEMM, xl.addr, lda, m, k, gh, P.addr(P.WEIGHTS, w_in),
+                          bias_off, 1 if parts else 0, -1, gh, pre.addr, gh,
+                          P.ACTIVATIONS[None]))
+    if gates == 3 and not lbr:  # r and z from h, n from r * h: two panel sets
+        w = lw.weights.panels((key(w_hh), "rz^T"), lambda: W_hh[:2 * h].T)
+        w2 = P.addr(P.WEIGHTS, lw.weights.panels((key(w_hh), "n^T"),
+                                                 lambda: W_hh[2 * h:].T))
+    else:
+        w = lw.weights.panels((key(w_hh), "^T"), lambda: W_hh.T)
+        w2 = -1
+    return pre.addr, w, w2, rec_bias
 
 
 RNN_RULES = {"lstm": _rule(4), "gru": _rule(3)}

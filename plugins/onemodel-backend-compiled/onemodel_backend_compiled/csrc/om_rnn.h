@@ -4,23 +4,26 @@
  * previous state with the packed W_hh^T and the gate arithmetic (8 lanes, the same formulas
  * on scalars for the rest of a row). Included by om_kernels.h once per kernel copy.
  *
- * Fields (both): T, B, H, pre, w, w2, bias, h0, c0, y, y_step, y_row, hn, cn, flags, scratch.
+ * Fields (both): T, B, H, pre, w, w2, bias, h0, c0, y, y_step, y_row, hn, cn, flags, scratch;
+ * the LSTM's also input.
  *   w: W_hh^T as 16-column panels (K = H; N = G*H, or 2H for a GRU with linear_before_reset
  *   off, whose n panels (N = H) are w2); bias: the recurrent bias (G*H) added to the GEMM (a
  *   GRU with linear_before_reset, where r scales W_hn h + b_hn; -1 elsewhere: folded into pre);
  *   h0, c0: initial states (B, H) or -1 (zeros); y: step t, batch row b at
  *   y + t * y_step + b * y_row; hn, cn: the final states (B, H) (cn: -1 for a GRU);
  *   flags: 1 reverse (steps from the last), 2 linear_before_reset (GRU), 4 the fused LSTM
- *   (lstm_fused below: w packed by gate, H % 4 == 0);
- *   scratch: B * (G + 2) * H floats, 112 H for the fused LSTM (rnn_scratch). */
+ *   (lstm_fused below, H % 4 == 0: pre is x itself (T, B, I), w is [W_hh | W_ih] by unit,
+ *   bias b_ih + b_hh by unit or -1);
+ *   scratch: B * (G + 2) * H floats, 16 (3 H + 2 I) for the fused LSTM (rnn_scratch);
+ *   input (the LSTM's field 16): I, the input size. */
 static long SFX(rnn_scratch)(int64_t op, const int64_t *f) {
-    if (op == I_LSTM && (f[14] & 4)) return 112 * f[2];  /* the fused LSTM, below */
+    if (op == I_LSTM && (f[14] & 4)) return 16 * (3 * f[2] + 2 * f[16]);  /* lstm_fused */
     return f[1] * ((op == I_LSTM ? 4 : 3) + 2) * f[2];
 }
 
 /* the gates' tanh and sigmoid: the rational form of Eigen's and ONNX Runtime's RNN kernels
  * (odd degree 13 over even degree 6, on x clamped to +-7.905, where tanh rounds to +-1 in
- * float32; NaN stays NaN), a few ulp from tanh; sigmoid(x) = 0.5 tanh(x / 2) + 0.5, the ops'
+ * float32; NaN stays NaN through the clamp and the quotient), a few ulp from tanh; sigmoid(x) = 0.5 tanh(x / 2) + 0.5, the ops'
  * own formula. About 17 operations a lane and one division: the VM's exponential form of
  * each was most of an LSTM step's time beside its GEMM at batch 16 */
 #ifndef OM_GATE_TANH  /* (this header is included once per kernel copy) */
@@ -35,10 +38,11 @@ static long SFX(rnn_scratch)(int64_t op, const int64_t *f) {
         out_ = SEL(X, p_ / q_); } while (0)
 #define OM_GATE_CLAMP8(X) SFX(vmax)(SFX(bc)(-7.90531110763549805f), \
                                     SFX(vmin)(SFX(bc)(7.90531110763549805f), X))
-#define OM_GATE_SEL8(X, R) SFX(sel)((X) != (X), X, R)
+#define OM_GATE_SEL8(X, R) (R)  /* a NaN passes the clamp (vmin / vmax return their second
+                                  * operand, X, when it is NaN), so the quotient is NaN */
 #define OM_GATE_CLAMP1(X) ((X) > 7.90531110763549805f ? 7.90531110763549805f \
                            : (X) < -7.90531110763549805f ? -7.90531110763549805f : (X))
-#define OM_GATE_SEL1(X, R) ((X) != (X) ? (X) : (R))
+#define OM_GATE_SEL1(X, R) (R)  /* NaN fails both comparisons: the clamp returns it */
 #endif
 static inline V8 SFX(gate_tanh8)(V8 x) {
     V8 out_;
@@ -121,31 +125,36 @@ static void SFX(gru_n_row)(const float *a, const float *z, const float *hp, floa
 }
 
 /* -- the fused LSTM (flags & 4, batch of at least rnn_rules.FUSED_MIN_BATCH, H % 4 == 0) ----
- * The batch lies in the lanes: per group of 16 batch rows, the state is held transposed, h^T
- * and c^T as (H, 16), so h^T is the recurrent product's B operand as it stands (one 16-column
- * panel, 8 KiB at H = 128, in L1) and W_hh, packed by gate as w[j][k][i, f, g, o], is streamed
- * once a step (the 6x16 GEMM of the unfused path re-streamed it for rows 0-5, 6-11 and 12-15).
- * One tile is the 4 gates of one hidden unit j for the 16 rows: 8 accumulators, and the cell
- * runs on them in registers; the step's input projection (T, B, 4H) is turned to (4H, 16) by
- * 8x8 register transposes first, and h^T back into y's rows after the step.
- * Scratch: 112 H floats (pre^T 64 H, h^T twice 32 H, c^T 16 H). */
-static __attribute__((noinline)) void SFX(lstm_unit16)(long H, const float *wj, const float *hT, const float *pT,
-                                    float *cj, float *hj) {
+ * The batch lies in the lanes: per group of 16 batch rows, one panel (H + I, 16) holds h^T over
+ * x_t^T, the B operand of the whole step's product (W_hh h + W_ih x_t, K = H + I: 12 KiB at
+ * H = 128, I = 64, in L1), and c^T is (H, 16). W = [W_hh | W_ih], packed by unit as
+ * w[j][k][i, f, g, o], is streamed once a step (the 6x16 GEMM of the unfused path re-read W_hh
+ * for rows 0-5, 6-11 and 12-15, and the projection of every step went through a (T, B, 4H)
+ * buffer, 1 MiB at batch 16). One tile is the 4 gates of one hidden unit j for the 16 rows: 8
+ * accumulators, the biases and the cell on them in registers, h^T written into the next
+ * step's panel. x_t comes into lanes and h^T back into y's rows by 8x8 register transposes.
+ * Scratch: 16 (3 H + 2 I) floats (two panels, c^T). */
+static __attribute__((noinline)) void SFX(lstm_unit16)(long K, const float *wj, const float *bj,
+                                                       const float *P, float *cj, float *hj) {
     V8 i0 = {0}, i1 = {0}, f0 = {0}, f1 = {0}, g0 = {0}, g1 = {0}, o0 = {0}, o1 = {0};
-    for (long k = 0; k < H; k++) {
-        V8 a0 = SFX(ld8)(hT + 16 * k), a1 = SFX(ld8)(hT + 16 * k + 8), w;
+    for (long k = 0; k < K; k++) {
+        V8 a0 = SFX(ld8)(P + 16 * k), a1 = SFX(ld8)(P + 16 * k + 8), w;
         const float *wk = wj + 4 * k;
         w = SFX(bc)(wk[0]); i0 += w * a0; i1 += w * a1;
         w = SFX(bc)(wk[1]); f0 += w * a0; f1 += w * a1;
         w = SFX(bc)(wk[2]); g0 += w * a0; g1 += w * a1;
         w = SFX(bc)(wk[3]); o0 += w * a0; o1 += w * a1;
     }
-    long G = 16 * H;  /* from one gate's rows of pre^T to the next */
-    i0 = SFX(gate_sig8)(i0 + SFX(ld8)(pT));         i1 = SFX(gate_sig8)(i1 + SFX(ld8)(pT + 8));
-    f0 = SFX(gate_sig8)(f0 + SFX(ld8)(pT + G));     f1 = SFX(gate_sig8)(f1 + SFX(ld8)(pT + G + 8));
-    g0 = SFX(gate_tanh8)(g0 + SFX(ld8)(pT + 2 * G));
-    g1 = SFX(gate_tanh8)(g1 + SFX(ld8)(pT + 2 * G + 8));
-    o0 = SFX(gate_sig8)(o0 + SFX(ld8)(pT + 3 * G)); o1 = SFX(gate_sig8)(o1 + SFX(ld8)(pT + 3 * G + 8));
+    if (bj) {
+        V8 b = SFX(bc)(bj[0]); i0 += b; i1 += b;
+        b = SFX(bc)(bj[1]); f0 += b; f1 += b;
+        b = SFX(bc)(bj[2]); g0 += b; g1 += b;
+        b = SFX(bc)(bj[3]); o0 += b; o1 += b;
+    }
+    i0 = SFX(gate_sig8)(i0); i1 = SFX(gate_sig8)(i1);
+    f0 = SFX(gate_sig8)(f0); f1 = SFX(gate_sig8)(f1);
+    g0 = SFX(gate_tanh8)(g0); g1 = SFX(gate_tanh8)(g1);
+    o0 = SFX(gate_sig8)(o0); o1 = SFX(gate_sig8)(o1);
     V8 c0 = f0 * SFX(ld8)(cj) + i0 * g0, c1 = f1 * SFX(ld8)(cj + 8) + i1 * g1;
     SFX(st8)(cj, c0); SFX(st8)(cj + 8, c1);
     SFX(st8)(hj, o0 * SFX(gate_tanh8)(c0)); SFX(st8)(hj + 8, o1 * SFX(gate_tanh8)(c1));
@@ -183,27 +192,28 @@ static void SFX(lanes_to_rows)(const float *src, long nb, long n, float *dst, lo
         for (long b = 0; b < nb; b++) dst[b * ld + c] = src[c * 16 + b];
 }
 
-static void SFX(lstm_fused)(long T, long B, long H, const float *pre, const float *w,
-                            const float *h0, const float *c0, float *y, long ystep, long yrow,
-                            float *hn, float *cn, int rev, float *S) {
-    long GH = 4 * H;
-    float *pT = S, *ha = pT + 16 * GH, *hb = ha + 16 * H, *cT = hb + 16 * H;
+static void SFX(lstm_fused)(long T, long B, long H, long I, const float *x, const float *w,
+                            const float *bias, const float *h0, const float *c0, float *y,
+                            long ystep, long yrow, float *hn, float *cn, int rev, float *S) {
+    long K = H + I;
+    float *pa = S, *pb = pa + 16 * K, *cT = pb + 16 * K;
     for (long b0 = 0; b0 < B; b0 += 16) {
         long nb = B - b0 < 16 ? B - b0 : 16;
-        float *hc = ha, *hx = hb;
-        if (h0) SFX(rows_to_lanes)(h0 + b0 * H, H, nb, H, hc);
-        else memset(hc, 0, 16 * H * sizeof(float));
+        float *pc = pa, *px = pb;
+        if (h0) SFX(rows_to_lanes)(h0 + b0 * H, H, nb, H, pc);
+        else memset(pc, 0, 16 * H * sizeof(float));
         if (c0) SFX(rows_to_lanes)(c0 + b0 * H, H, nb, H, cT);
         else memset(cT, 0, 16 * H * sizeof(float));
         for (long s = 0; s < T; s++) {
             long t = rev ? T - 1 - s : s;
-            SFX(rows_to_lanes)(pre + (t * B + b0) * GH, GH, nb, GH, pT);
+            SFX(rows_to_lanes)(x + (t * B + b0) * I, I, nb, I, pc + 16 * H);
             for (long j = 0; j < H; j++)
-                SFX(lstm_unit16)(H, w + j * 4 * H, hc, pT + 16 * j, cT + 16 * j, hx + 16 * j);
-            SFX(lanes_to_rows)(hx, nb, H, y + t * ystep + b0 * yrow, yrow);
-            float *tmp = hc; hc = hx; hx = tmp;
+                SFX(lstm_unit16)(K, w + j * 4 * K, bias ? bias + 4 * j : 0, pc, cT + 16 * j,
+                                 px + 16 * j);
+            SFX(lanes_to_rows)(px, nb, H, y + t * ystep + b0 * yrow, yrow);
+            float *tmp = pc; pc = px; px = tmp;
         }
-        SFX(lanes_to_rows)(hc, nb, H, hn + b0 * H, H);
+        SFX(lanes_to_rows)(pc, nb, H, hn + b0 * H, H);
         SFX(lanes_to_rows)(cT, nb, H, cn + b0 * H, H);
     }
 }
@@ -216,8 +226,8 @@ static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
     const float *pre = RADDR(f[3]), *w = RADDR(f[4]), *w2 = RADDR(f[5]), *bias = RADDR(f[6]);
     const float *h0 = RADDR(f[7]), *c0 = RADDR(f[8]);
     float *y = RADDR(f[9]), *hn = RADDR(f[12]), *cn = RADDR(f[13]), *S = RADDR(f[15]);
-    if (lstm && (f[14] & 4)) {
-        SFX(lstm_fused)(T, B, H, pre, w, h0, c0, y, ystep, yrow, hn, cn, rev, S);
+    if (lstm && (f[14] & 4)) {  /* pre: x itself (T, B, I) */
+        SFX(lstm_fused)(T, B, H, f[16], pre, w, bias, h0, c0, y, ystep, yrow, hn, cn, rev, S);
         return;
     }
     float *q = S, *rh = S + B * GH, *qn = rh + B * H;
