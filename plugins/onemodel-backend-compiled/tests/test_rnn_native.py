@@ -255,14 +255,15 @@ def _lstm_flags(session, feeds) -> list:
 
 
 @pytest.mark.parametrize("reverse", [False, True])
-@pytest.mark.parametrize("batch,hidden", [(8, 12), (9, 4), (15, 20), (16, 16), (17, 8),
-                                          (33, 28), (16, 6), (7, 12)])
+@pytest.mark.parametrize("batch,hidden", [(14, 12), (15, 4), (16, 20), (30, 8), (70, 28),
+                                          (16, 6), (17, 12), (8, 16)])
 def test_lstm_batch_in_lanes_matches_the_cell_equations(isa, batch, hidden, reverse):
-    """From rnn_rules.FUSED_MIN_BATCH on, an LSTM whose hidden size is a multiple of 4 runs with
-    the batch in 16 lanes (om_rnn.h lstm_fused): groups of 16 rows and a partial one (of 1, of
-    fewer or more than 8), units past the last 8-lane block (12, 20, 28); hidden 6 and batch 7
-    keep the GEMM rows. Initial states both ways, against the float64 cell equations."""
-    from onemodel_backend_compiled.rnn_rules import FUSED_MIN_BATCH
+    """An LSTM whose batch fills 16 lanes (rnn_rules.fused_lstm) runs with the batch in the
+    lanes (om_rnn.h lstm_fused): one group of 14, 15 or 16 rows, two of 16 and 14, five whose
+    last has 6 (one 8-lane half empty), units past the last 8-lane block (12, 20, 28); hidden 6
+    (not a multiple of 4), batch 17 and 8 keep the GEMM rows. Initial states both ways,
+    against the float64 cell equations."""
+    from onemodel_backend_compiled.rnn_rules import fused_lstm
 
     rng = np.random.default_rng(batch * 100 + hidden)
     size, seq = 5, 6
@@ -281,17 +282,19 @@ def test_lstm_batch_in_lanes_matches_the_cell_equations(isa, batch, hidden, reve
     want = ref_lstm(x, *w, h0=h0, c0=c0, reverse=reverse)
     for name, ref in zip(traced.output_names, want):
         np.testing.assert_allclose(got[name].numpy(), ref, **TOL, err_msg=name)
-    fused = batch >= FUSED_MIN_BATCH and hidden % 4 == 0
+    fused = fused_lstm(batch, hidden)
+    assert fused == (batch in (14, 15, 16, 30, 70) and hidden != 6)
     flags = _lstm_flags(om.Session(traced, backend="compiled"), feeds)
     assert flags == [(4 if fused else 0) | (1 if reverse else 0)], flags
 
 
-def test_lstm_batch_in_lanes_bidirectional_layers_without_states(isa):
-    """om.nn.LSTM, two bidirectional layers, batch first, no initial states, batch 19: all four
-    directions fused."""
+@pytest.mark.parametrize("bias", [True, False])
+def test_lstm_batch_in_lanes_bidirectional_layers_without_states(isa, bias):
+    """om.nn.LSTM, two bidirectional layers, batch first, no initial states, batch 15: all four
+    directions fused, with and without biases."""
     om.manual_seed(9)
-    m = om.nn.LSTM(6, 16, num_layers=2, bidirectional=True, batch_first=True).eval()
-    x = _r(np.random.default_rng(9), 19, 7, 6, scale=1.0)
+    m = om.nn.LSTM(6, 16, num_layers=2, bidirectional=True, batch_first=True, bias=bias).eval()
+    x = _r(np.random.default_rng(9), 15, 7, 6, scale=1.0)
 
     def fn(x):
         out, (h, c) = m(x)
