@@ -24,7 +24,7 @@ enum {
     I_GATHER = 30,  /* gather: 8 fields; the text helper's range: 30-39 */
     I_ATTN_MASK = 31,  /* attention: 30 fields */
     I_LSTM = 40,  /* lstm: 17 fields; 40-49: recurrent layers (om_rnn.h) */
-    I_GRU = 41,  /* gru: 16 fields */
+    I_GRU = 41,  /* gru: 17 fields */
     I_FAIL = 99,  /* fail: variable; stops the run (the plan names the node) */
 };
 /* the fields of each fixed-length instruction */
@@ -43,7 +43,7 @@ enum {
 #define I_GATHER_FIELDS 8
 #define I_ATTN_MASK_FIELDS 30
 #define I_LSTM_FIELDS 17
-#define I_GRU_FIELDS 16
+#define I_GRU_FIELDS 17
 enum {
     VM_LOAD = 1, VM_CONST, VM_ADD, VM_SUB, VM_MUL, VM_DIV, VM_MAX, VM_MIN, VM_POW, VM_NEG,
     VM_ABS, VM_EXP, VM_LOG, VM_SQRT, VM_TANH, VM_SIGMOID, VM_RELU, VM_ERF, VM_GELU,

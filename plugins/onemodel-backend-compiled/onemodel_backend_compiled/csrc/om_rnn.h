@@ -4,20 +4,21 @@
  * previous state with the packed W_hh^T and the gate arithmetic (8 lanes, the same formulas
  * on scalars for the rest of a row). Included by om_kernels.h once per kernel copy.
  *
- * Fields (both): T, B, H, pre, w, w2, bias, h0, c0, y, y_step, y_row, hn, cn, flags, scratch;
- * the LSTM's also input.
+ * Fields (both): T, B, H, pre, w, w2, bias, h0, c0, y, y_step, y_row, hn, cn, flags, scratch,
+ * input.
  *   w: W_hh^T as 16-column panels (K = H; N = G*H, or 2H for a GRU with linear_before_reset
  *   off, whose n panels (N = H) are w2); bias: the recurrent bias (G*H) added to the GEMM (a
  *   GRU with linear_before_reset, where r scales W_hn h + b_hn; -1 elsewhere: folded into pre);
  *   h0, c0: initial states (B, H) or -1 (zeros); y: step t, batch row b at
  *   y + t * y_step + b * y_row; hn, cn: the final states (B, H) (cn: -1 for a GRU);
- *   flags: 1 reverse (steps from the last), 2 linear_before_reset (GRU), 4 the fused LSTM
- *   (lstm_fused below, H % 4 == 0: pre is x itself (T, B, I), w is [W_hh | W_ih] by unit,
- *   bias b_ih + b_hh by unit or -1);
- *   scratch: B * (G + 2) * H floats, 16 (3 H + 2 I) for the fused LSTM (rnn_scratch);
- *   input (the LSTM's field 16): I, the input size. */
+ *   flags: 1 reverse (steps from the last), 2 linear_before_reset (GRU), 4 fused (lstm_fused,
+ *   H % 4 == 0; gru_fused, with 2, H even: pre is x itself (T, B, I), w is [W_hh | W_ih] by
+ *   unit, bias the biases by unit or -1);
+ *   scratch: B * (G + 2) * H floats; fused 16 (3 H + 2 I), GRU 16 (2 H + 2 I) (rnn_scratch);
+ *   input (field 16): I, the input size. */
 static long SFX(rnn_scratch)(int64_t op, const int64_t *f) {
-    if (op == I_LSTM && (f[14] & 4)) return 16 * (3 * f[2] + 2 * f[16]);  /* lstm_fused */
+    if (f[14] & 4)  /* lstm_fused, gru_fused */
+        return 16 * ((op == I_LSTM ? 3 : 2) * f[2] + 2 * f[16]);
     return f[1] * ((op == I_LSTM ? 4 : 3) + 2) * f[2];
 }
 
@@ -218,6 +219,76 @@ static void SFX(lstm_fused)(long T, long B, long H, long I, const float *x, cons
     }
 }
 
+/* -- the fused GRU with linear_before_reset (flags 2 | 4; rnn_rules.fused_rnn, H even) -----
+ * As lstm_fused, with one tile for two units j, j + 1 (r, z, n of each: 12 accumulators): the
+ * h rows of the panel first (W_hh), then n's recurrent part is set aside and the x rows (W_ih)
+ * go on into r, z and n's input part, since r scales W_hn h + b_hn alone. w: per pair of
+ * units, H then I rows of (r, z, n of j, then of j + 1); bias: per unit (b_ir + b_hr,
+ * b_iz + b_hz, b_in, b_hn) or -1. Scratch: 16 (2 H + 2 I) floats (two panels). */
+static __attribute__((noinline)) void SFX(gru_pair16)(long H, long I, const float *wp,
+                                                      const float *bj, const float *P,
+                                                      const float *hr, float *hj) {
+    V8 r0 = {0}, r1 = {0}, z0 = {0}, z1 = {0}, n0 = {0}, n1 = {0};
+    V8 s0 = {0}, s1 = {0}, u0 = {0}, u1 = {0}, m0 = {0}, m1 = {0};  /* unit j + 1 */
+    V8 keep[4];
+    for (int part = 0; part < 2; part++) {
+        long K = part ? I : H;
+        const float *Pk = part ? P + 16 * H : P;
+        for (long k = 0; k < K; k++) {
+            V8 a0 = SFX(ld8)(Pk + 16 * k), a1 = SFX(ld8)(Pk + 16 * k + 8), w;
+            const float *wk = wp + 6 * k;
+            w = SFX(bc)(wk[0]); r0 += w * a0; r1 += w * a1;
+            w = SFX(bc)(wk[1]); z0 += w * a0; z1 += w * a1;
+            w = SFX(bc)(wk[2]); n0 += w * a0; n1 += w * a1;
+            w = SFX(bc)(wk[3]); s0 += w * a0; s1 += w * a1;
+            w = SFX(bc)(wk[4]); u0 += w * a0; u1 += w * a1;
+            w = SFX(bc)(wk[5]); m0 += w * a0; m1 += w * a1;
+        }
+        wp += 6 * K;
+        if (!part) {  /* W_hn h set aside: r scales it alone */
+            keep[0] = n0; keep[1] = n1; keep[2] = m0; keep[3] = m1;
+            n0 = n1 = m0 = m1 = (V8){0};
+        }
+    }
+    V8 acc[2][6] = {{r0, r1, z0, z1, n0, n1}, {s0, s1, u0, u1, m0, m1}};
+    for (int u = 0; u < 2; u++) {
+        V8 br = {0}, bz = {0}, bn = {0}, bh = {0};
+        if (bj) {
+            br = SFX(bc)(bj[4 * u]); bz = SFX(bc)(bj[4 * u + 1]);
+            bn = SFX(bc)(bj[4 * u + 2]); bh = SFX(bc)(bj[4 * u + 3]);
+        }
+        const float *hp = hr + 16 * u;  /* this unit's row of h^T */
+        for (int q = 0; q < 2; q++) {
+            V8 r = SFX(gate_sig8)(acc[u][q] + br), z = SFX(gate_sig8)(acc[u][2 + q] + bz);
+            V8 n = SFX(gate_tanh8)(acc[u][4 + q] + bn + r * (keep[2 * u + q] + bh));
+            SFX(st8)(hj + 16 * u + 8 * q, n + z * (SFX(ld8)(hp + 8 * q) - n));
+        }
+    }
+}
+
+static void SFX(gru_fused)(long T, long B, long H, long I, const float *x, const float *w,
+                           const float *bias, const float *h0, float *y, long ystep,
+                           long yrow, float *hn, int rev, float *S) {
+    long K = H + I;
+    float *pa = S, *pb = pa + 16 * K;
+    for (long b0 = 0; b0 < B; b0 += 16) {
+        long nb = B - b0 < 16 ? B - b0 : 16;
+        float *pc = pa, *px = pb;
+        if (h0) SFX(rows_to_lanes)(h0 + b0 * H, H, nb, H, pc);
+        else memset(pc, 0, 16 * H * sizeof(float));
+        for (long s = 0; s < T; s++) {
+            long t = rev ? T - 1 - s : s;
+            SFX(rows_to_lanes)(x + (t * B + b0) * I, I, nb, I, pc + 16 * H);
+            for (long j = 0; j < H; j += 2)
+                SFX(gru_pair16)(H, I, w + j * 3 * K, bias ? bias + 4 * j : 0, pc,
+                                pc + 16 * j, px + 16 * j);
+            SFX(lanes_to_rows)(px, nb, H, y + t * ystep + b0 * yrow, yrow);
+            float *tmp = pc; pc = px; px = tmp;
+        }
+        SFX(lanes_to_rows)(pc, nb, H, hn + b0 * H, H);
+    }
+}
+
 #define RADDR(x) ((x) < 0 ? (float *)0 : bufs[(x) >> OM_BUF_SHIFT] + ((x) & OM_OFF_MASK))
 static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
     long T = f[0], B = f[1], H = f[2], ystep = f[10], yrow = f[11];
@@ -228,6 +299,10 @@ static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
     float *y = RADDR(f[9]), *hn = RADDR(f[12]), *cn = RADDR(f[13]), *S = RADDR(f[15]);
     if (lstm && (f[14] & 4)) {  /* pre: x itself (T, B, I) */
         SFX(lstm_fused)(T, B, H, f[16], pre, w, bias, h0, c0, y, ystep, yrow, hn, cn, rev, S);
+        return;
+    }
+    if (!lstm && (f[14] & 4)) {  /* pre: x itself (T, B, I) */
+        SFX(gru_fused)(T, B, H, f[16], pre, w, bias, h0, y, ystep, yrow, hn, rev, S);
         return;
     }
     float *q = S, *rh = S + B * GH, *qn = rh + B * H;
