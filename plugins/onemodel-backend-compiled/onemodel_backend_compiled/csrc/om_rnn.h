@@ -2,7 +2,10 @@
  * gate order). The input projection of every step (x W_ih^T + biases) is one I_GEMM emitted
  * before this instruction into `pre` (T, B, G*H); here, per step, the recurrent GEMM of the
  * previous state with the packed W_hh^T and the gate arithmetic (8 lanes, the same formulas
- * on scalars for the rest of a row). Included by om_kernels.h once per kernel copy.
+ * on scalars for the rest of a row). A layer whose batch fills 16 lanes runs fused instead
+ * (flag 4, lstm_fused / gru_fused below: no I_GEMM before it, the batch in the lanes, the
+ * projection and the cell inside each step's tiles). Included by om_kernels.h once per
+ * kernel copy.
  *
  * Fields (both): T, B, H, pre, w, w2, bias, h0, c0, y, y_step, y_row, hn, cn, flags, scratch,
  * input.
@@ -14,7 +17,8 @@
  *   flags: 1 reverse (steps from the last), 2 linear_before_reset (GRU), 4 fused (lstm_fused,
  *   H % 4 == 0; gru_fused, with 2, H even: pre is x itself (T, B, I), w is [W_hh | W_ih] by
  *   unit, bias the biases by unit or -1);
- *   scratch: B * (G + 2) * H floats; fused 16 (3 H + 2 I), GRU 16 (2 H + 2 I) (rnn_scratch);
+ *   scratch: B * (G + 2) * H floats; fused, 16 (3 H + 2 I) (LSTM) or 16 (2 H + 2 I) (GRU)
+ *   (rnn_scratch, the instruction table's formula);
  *   input (field 16): I, the input size. */
 static long SFX(rnn_scratch)(int64_t op, const int64_t *f) {
     if (f[14] & 4)  /* lstm_fused, gru_fused */
@@ -125,7 +129,7 @@ static void SFX(gru_n_row)(const float *a, const float *z, const float *hp, floa
     }
 }
 
-/* -- the fused LSTM (flags & 4, batch of at least rnn_rules.FUSED_MIN_BATCH, H % 4 == 0) ----
+/* -- the fused LSTM (flags & 4: rnn_rules.fused_rnn, a batch filling 16 lanes, H % 4 == 0) --
  * The batch lies in the lanes: per group of 16 batch rows, one panel (H + I, 16) holds h^T over
  * x_t^T, the B operand of the whole step's product (W_hh h + W_ih x_t, K = H + I: 12 KiB at
  * H = 128, I = 64, in L1), and c^T is (H, 16). W = [W_hh | W_ih], packed by unit as
