@@ -122,7 +122,8 @@ _ATTN = ("nb0:count nb1:count sq:count sk:count d:count dv:count scale:float "
 _POOL = ("x:addr nc:count h:count w:count kh:count kw:count sh:count sw:count ph:stride "
          "pw:stride ho:count wo:count out:addr")
 _RNN = ("steps:count batch:count hidden:count pre:addr w:addr w_n:addr? bias:addr? h0:addr? "
-        "c0:addr? y:addr y_step:stride y_row:stride hn:addr cn:addr? flags:code scratch:addr")
+        "c0:addr? y:addr y_step:stride y_row:stride hn:addr cn:addr? flags:code scratch:addr "
+        "input:count")
 
 TABLE: tuple[Instruction, ...] = (
     Instruction("GEMM", 1, "gemm", _f(
@@ -167,10 +168,11 @@ TABLE: tuple[Instruction, ...] = (
     Instruction("ATTN_MASK", 31, "attention", _f(
         _ATTN + " mask:addr m_s0:stride m_s1:stride m_row:stride m_col:stride is_bool:code",
         {"is_bool": (0, 1)}), (23, _attention_scratch)),
-    Instruction("LSTM", 40, "lstm", _f(_RNN, {"flags": (0, 1)}),
-                (15, lambda f: f[1] * 6 * f[2]), "40-49: recurrent layers (om_rnn.h)"),
-    Instruction("GRU", 41, "gru", _f(_RNN, {"flags": (0, 1, 2, 3)}),
-                (15, lambda f: f[1] * 5 * f[2])),
+    Instruction("LSTM", 40, "lstm", _f(_RNN, {"flags": (0, 1, 4, 5)}),
+                (15, lambda f: 16 * (3 * f[2] + 2 * f[16]) if f[14] & 4 else f[1] * 6 * f[2]),
+                "40-49: recurrent layers (om_rnn.h)"),
+    Instruction("GRU", 41, "gru", _f(_RNN, {"flags": (0, 1, 2, 3, 6, 7)}),
+                (15, lambda f: 16 * (2 * f[2] + 2 * f[16]) if f[14] & 4 else f[1] * 5 * f[2])),
     Instruction("FAIL", 99, "fail", None, comment="stops the run (the plan names the node)"),
 )
 

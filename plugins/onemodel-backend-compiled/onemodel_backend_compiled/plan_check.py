@@ -399,20 +399,32 @@ def _gather(c: _Ins) -> None:  # x, outer, n, inner, idx, nidx, out, negative
 
 def _rnn(gates: int):
     """I_LSTM (4 gates) and I_GRU (3): T, B, H, pre, w, w2, bias, h0, c0, y, y_step, y_row, hn,
-    cn, flags, scratch (csrc/om_rnn.h). A field the cell does not read must be -1."""
+    cn, flags, scratch, input size (csrc/om_rnn.h). A field the cell does not read must be
+    -1."""
     def check(c: _Ins) -> None:
         t, b, h = c.count(0, "steps"), c.count(1, "batch"), c.count(2, "hidden size")
-        flags = c.code(14, "flags", {0, 1, 2, 3} if gates == 3 else {0, 1})
+        flags = c.code(14, "flags", {0, 1, 2, 3, 6, 7} if gates == 3 else {0, 1, 4, 5})
         lbr = bool(flags & 2)
         split = gates == 3 and not lbr  # W_rz and W_n as two panel sets
-        c.flat(3, "input projection", t * b * gates * h)
-        c.flat(4, "recurrent weight panels", _ceil(2 * h if split else gates * h, 16) * h)
+        fused = bool(flags & 4)  # x itself, [W_hh | W_ih] and the biases by unit
+        size = c.count(16, "input size")
+        if fused:
+            if h % (4 if gates == 4 else 2):
+                c.fail(f"hidden size (field 2) is {h}, not a multiple of "
+                       f"{4 if gates == 4 else 2} (fused)")
+            c.flat(3, "input", t * b * size)
+            c.flat(4, "weights by unit", gates * h * (h + size))
+        else:
+            c.flat(3, "input projection", t * b * gates * h)
+            c.flat(4, "recurrent weight panels", _ceil(2 * h if split else gates * h, 16) * h)
         unused = {-1}
         if split:
             c.flat(5, "n weight panels", _ceil(h, 16) * h)
         else:
             c.code(5, "n weight panels (unused)", unused)
-        if gates == 3 and lbr:
+        if fused:
+            c.flat(6, "biases by unit", 4 * h, optional=True)
+        elif gates == 3 and lbr:
             c.flat(6, "recurrent bias", gates * h, optional=True)
         else:
             c.code(6, "recurrent bias (unused)", unused)

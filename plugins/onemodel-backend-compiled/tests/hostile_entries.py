@@ -47,8 +47,8 @@ KINDS = {
                     A, A, A],
     P.I_MEAN_ROWS: [A, N, N, A],
     P.I_GATHER: [A, N, N, N, A8, N, A, C],
-    P.I_LSTM: [N, N, N, A, A, A, A, A, A, A, S, S, A, A, C, A],
-    P.I_GRU: [N, N, N, A, A, A, A, A, A, A, S, S, A, A, C, A],
+    P.I_LSTM: [N, N, N, A, A, A, A, A, A, A, S, S, A, A, C, A, N],
+    P.I_GRU: [N, N, N, A, A, A, A, A, A, A, S, S, A, A, C, A, N],
 }
 
 
@@ -172,7 +172,27 @@ def rnn():
     return fn, x
 
 
-MODELS = {"mlp": mlp, "cnn": cnn, "transformer": transformer, "rnn": rnn}
+def rnn_fused():
+    """An LSTM and a GRU (linear_before_reset) whose batch of 16 fills the lanes
+    (rnn_rules.fused_rnn: flag 4, x itself, the weights and biases by unit, the input size),
+    with initial states; hidden size 12: one 8-lane block and a tail."""
+    rng = np.random.default_rng(2)
+    size, h, batch = 5, 12, 16
+    lw = [_w(rng, 4 * h, size), _w(rng, 4 * h, h), _w(rng, 4 * h), _w(rng, 4 * h)]
+    gw = [_w(rng, 3 * h, h), _w(rng, 3 * h, h), _w(rng, 3 * h), _w(rng, 3 * h)]
+    h0, c0 = _w(rng, batch, h), _w(rng, batch, h)
+
+    def fn(x):  # x: (seq, 16, size); the sweep's "batch" is the sequence
+        y, hn, cn = om.ops.lstm(x, *lw, h0, c0, reverse=True)
+        y2, h2 = om.ops.gru(y, *gw, hn)
+        return y2 + cn + h2
+
+    x = np.random.default_rng(3).standard_normal((4, batch, size)).astype(np.float32)
+    return fn, x
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "transformer": transformer, "rnn": rnn,
+          "rnn_fused": rnn_fused}
 
 
 def traced(name):

@@ -1,6 +1,7 @@
 """Hostile plan-cache entries (issue 22): an entry rewritten with its CRCs recomputed, so that
-only plan_check stands between it and the native executor. For an MLP, a CNN, a transformer and
-an LSTM + GRU that together emit every instruction kind, every address and size field of the first
+only plan_check stands between it and the native executor. For an MLP, a CNN, a transformer, an
+LSTM + GRU and a fused LSTM (batch 16) that together emit every instruction kind, every address
+and size field of the first
 instruction of each kind, the VM's registers, the arena's size, and a plan stored for batch 512
 under a small batch's key are rewritten with hostile values (out of range, negative, huge,
 2^62, one past the end of its buffer) and loaded and run in a forked child (hostile_entries.py):
@@ -21,7 +22,7 @@ from onemodel_backend_compiled import program as P
 from onemodel.errors import OneModelError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODELS = ("mlp", "cnn", "transformer", "rnn")
+MODELS = ("mlp", "cnn", "transformer", "rnn", "rnn_fused")
 SAFE = {"refused", "harmless", "error"}
 
 

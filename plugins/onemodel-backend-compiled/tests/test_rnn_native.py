@@ -240,3 +240,120 @@ def test_saturated_gates_and_nan_match(isa, cell):
     got = _check(traced, {name: bad})
     y = got[traced.output_names[0]].numpy()
     assert np.isnan(y[1:, 0]).all() and not np.isnan(y[:, 1]).any()
+
+
+def _rnn_flags(session, feeds, op: str = "LSTM") -> list:
+    """The flags field (14) of every I_LSTM (or I_GRU) instruction of the plan for ``feeds``
+    (after the opcode and the length)."""
+    from onemodel_backend_compiled import program as P
+    from onemodel_backend_compiled.lower import NativeSegment
+
+    _, env = session._check_feeds(feeds)
+    plan = session._compiled.plan(env)
+    return [int(ins[2 + 14]) for seg in plan.segments if isinstance(seg, NativeSegment)
+            for ins in seg.instructions if int(ins[0]) == getattr(P, f"I_{op}")]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("batch,hidden", [(14, 12), (15, 4), (16, 20), (30, 8), (70, 28),
+                                          (16, 6), (17, 12), (8, 16)])
+def test_lstm_batch_in_lanes_matches_the_cell_equations(isa, batch, hidden, reverse):
+    """An LSTM whose batch fills 16 lanes (rnn_rules.fused_rnn) runs with the batch in the
+    lanes (om_rnn.h lstm_fused): one group of 14, 15 or 16 rows, two of 16 and 14, five whose
+    last has 6 (one 8-lane half empty), units past the last 8-lane block (12, 20, 28); hidden 6
+    (not a multiple of 4), batch 17 and 8 keep the GEMM rows. Initial states both ways,
+    against the float64 cell equations."""
+    from onemodel_backend_compiled.rnn_rules import fused_rnn
+
+    rng = np.random.default_rng(batch * 100 + hidden)
+    size, seq = 5, 6
+    w = [_r(rng, 4 * hidden, size), _r(rng, 4 * hidden, hidden), _r(rng, 4 * hidden),
+         _r(rng, 4 * hidden)]
+    h0, c0 = _r(rng, batch, hidden), _r(rng, batch, hidden)
+    x = _r(rng, seq, batch, size, scale=1.5)
+    consts = [Tensor.from_numpy(a) for a in w]
+
+    def fn(x, h0, c0):
+        return om.ops.lstm(x, *consts, h0, c0, reverse=reverse)
+
+    traced = _trace(fn, x, h0, c0)
+    feeds = dict(zip(traced.input_names, [x, h0, c0]))
+    got = _check(traced, feeds)
+    want = ref_lstm(x, *w, h0=h0, c0=c0, reverse=reverse)
+    for name, ref in zip(traced.output_names, want):
+        np.testing.assert_allclose(got[name].numpy(), ref, **TOL, err_msg=name)
+    fused = fused_rnn(4, batch, hidden, False)
+    assert fused == (batch in (14, 15, 16, 30, 70) and hidden != 6)
+    flags = _rnn_flags(om.Session(traced, backend="compiled"), feeds)
+    assert flags == [(4 if fused else 0) | (1 if reverse else 0)], flags
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_lstm_batch_in_lanes_bidirectional_layers_without_states(isa, bias):
+    """om.nn.LSTM, two bidirectional layers, batch first, no initial states, batch 15: all four
+    directions fused, with and without biases."""
+    om.manual_seed(9)
+    m = om.nn.LSTM(6, 16, num_layers=2, bidirectional=True, batch_first=True, bias=bias).eval()
+    x = _r(np.random.default_rng(9), 15, 7, 6, scale=1.0)
+
+    def fn(x):
+        out, (h, c) = m(x)
+        return out, h, c
+
+    traced = _trace(fn, x)
+    feeds = {traced.input_names[0]: x}
+    _check(traced, feeds)
+    assert _rnn_flags(om.Session(traced, backend="compiled"), feeds) == [4, 5, 4, 5]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("lbr", [True, False])
+@pytest.mark.parametrize("batch,hidden", [(14, 12), (16, 6), (30, 10), (70, 4), (16, 9),
+                                          (17, 12)])
+def test_gru_batch_in_lanes_matches_the_cell_equations(isa, batch, hidden, reverse, lbr):
+    """A GRU with linear_before_reset whose batch fills 16 lanes and whose hidden size is even
+    runs fused (om_rnn.h gru_fused: pairs of units, W_hn h kept apart from W_in x): groups of
+    14 and 16, 16 + 14, a last group of 6; hidden 9 (odd), batch 17 and ONNX's default reset
+    keep the GEMM rows. Initial state, both directions, against the float64 cell equations."""
+    from onemodel_backend_compiled.rnn_rules import fused_rnn
+
+    rng = np.random.default_rng(batch * 10 + hidden)
+    size, seq = 5, 6
+    w = [_r(rng, 3 * hidden, size), _r(rng, 3 * hidden, hidden), _r(rng, 3 * hidden),
+         _r(rng, 3 * hidden)]
+    h0 = _r(rng, batch, hidden)
+    x = _r(rng, seq, batch, size, scale=1.5)
+    consts = [Tensor.from_numpy(a) for a in w]
+
+    def fn(x, h0):
+        return om.ops.gru(x, *consts, h0, reverse=reverse, linear_before_reset=lbr)
+
+    traced = _trace(fn, x, h0)
+    feeds = dict(zip(traced.input_names, [x, h0]))
+    got = _check(traced, feeds)
+    y, hn = ref_gru(x, *w, h0=h0, reverse=reverse, linear_before_reset=lbr)
+    outs = [got[n].numpy() for n in traced.output_names]
+    np.testing.assert_allclose(outs[0], y, **TOL)
+    np.testing.assert_allclose(outs[1], hn, **TOL)
+    fused = fused_rnn(3, batch, hidden, lbr)
+    assert fused == (lbr and batch != 17 and hidden != 9)
+    flags = _rnn_flags(om.Session(traced, backend="compiled"), feeds, "GRU")
+    assert flags == [(4 if fused else 0) | (2 if lbr else 0) | (1 if reverse else 0)], flags
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_gru_batch_in_lanes_bidirectional_layers_without_states(isa, bias):
+    """om.nn.GRU, two bidirectional layers, batch first, no initial state, batch 16: all four
+    directions fused, with and without biases."""
+    om.manual_seed(10)
+    m = om.nn.GRU(6, 14, num_layers=2, bidirectional=True, batch_first=True, bias=bias).eval()
+    x = _r(np.random.default_rng(10), 16, 7, 6, scale=1.0)
+
+    def fn(x):
+        out, h = m(x)
+        return out, h
+
+    traced = _trace(fn, x)
+    feeds = {traced.input_names[0]: x}
+    _check(traced, feeds)
+    assert _rnn_flags(om.Session(traced, backend="compiled"), feeds, "GRU") == [6, 7, 6, 7]

@@ -2,23 +2,33 @@
  * gate order). The input projection of every step (x W_ih^T + biases) is one I_GEMM emitted
  * before this instruction into `pre` (T, B, G*H); here, per step, the recurrent GEMM of the
  * previous state with the packed W_hh^T and the gate arithmetic (8 lanes, the same formulas
- * on scalars for the rest of a row). Included by om_kernels.h once per kernel copy.
+ * on scalars for the rest of a row). A layer whose batch fills 16 lanes runs fused instead
+ * (flag 4, lstm_fused / gru_fused below: no I_GEMM before it, the batch in the lanes, the
+ * projection and the cell inside each step's tiles). Included by om_kernels.h once per
+ * kernel copy.
  *
- * Fields (both): T, B, H, pre, w, w2, bias, h0, c0, y, y_step, y_row, hn, cn, flags, scratch.
+ * Fields (both): T, B, H, pre, w, w2, bias, h0, c0, y, y_step, y_row, hn, cn, flags, scratch,
+ * input.
  *   w: W_hh^T as 16-column panels (K = H; N = G*H, or 2H for a GRU with linear_before_reset
  *   off, whose n panels (N = H) are w2); bias: the recurrent bias (G*H) added to the GEMM (a
  *   GRU with linear_before_reset, where r scales W_hn h + b_hn; -1 elsewhere: folded into pre);
  *   h0, c0: initial states (B, H) or -1 (zeros); y: step t, batch row b at
  *   y + t * y_step + b * y_row; hn, cn: the final states (B, H) (cn: -1 for a GRU);
- *   flags: 1 reverse (steps from the last), 2 linear_before_reset (GRU);
- *   scratch: B * (G + 2) * H floats (rnn_scratch). */
+ *   flags: 1 reverse (steps from the last), 2 linear_before_reset (GRU), 4 fused (lstm_fused,
+ *   H % 4 == 0; gru_fused, with 2, H even: pre is x itself (T, B, I), w is [W_hh | W_ih] by
+ *   unit, bias the biases by unit or -1);
+ *   scratch: B * (G + 2) * H floats; fused, 16 (3 H + 2 I) (LSTM) or 16 (2 H + 2 I) (GRU)
+ *   (rnn_scratch, the instruction table's formula);
+ *   input (field 16): I, the input size. */
 static long SFX(rnn_scratch)(int64_t op, const int64_t *f) {
+    if (f[14] & 4)  /* lstm_fused, gru_fused */
+        return 16 * ((op == I_LSTM ? 3 : 2) * f[2] + 2 * f[16]);
     return f[1] * ((op == I_LSTM ? 4 : 3) + 2) * f[2];
 }
 
 /* the gates' tanh and sigmoid: the rational form of Eigen's and ONNX Runtime's RNN kernels
  * (odd degree 13 over even degree 6, on x clamped to +-7.905, where tanh rounds to +-1 in
- * float32; NaN stays NaN), a few ulp from tanh; sigmoid(x) = 0.5 tanh(x / 2) + 0.5, the ops'
+ * float32; NaN stays NaN through the clamp and the quotient), a few ulp from tanh; sigmoid(x) = 0.5 tanh(x / 2) + 0.5, the ops'
  * own formula. About 17 operations a lane and one division: the VM's exponential form of
  * each was most of an LSTM step's time beside its GEMM at batch 16 */
 #ifndef OM_GATE_TANH  /* (this header is included once per kernel copy) */
@@ -33,10 +43,11 @@ static long SFX(rnn_scratch)(int64_t op, const int64_t *f) {
         out_ = SEL(X, p_ / q_); } while (0)
 #define OM_GATE_CLAMP8(X) SFX(vmax)(SFX(bc)(-7.90531110763549805f), \
                                     SFX(vmin)(SFX(bc)(7.90531110763549805f), X))
-#define OM_GATE_SEL8(X, R) SFX(sel)((X) != (X), X, R)
+#define OM_GATE_SEL8(X, R) (R)  /* a NaN passes the clamp (vmin / vmax return their second
+                                  * operand, X, when it is NaN), so the quotient is NaN */
 #define OM_GATE_CLAMP1(X) ((X) > 7.90531110763549805f ? 7.90531110763549805f \
                            : (X) < -7.90531110763549805f ? -7.90531110763549805f : (X))
-#define OM_GATE_SEL1(X, R) ((X) != (X) ? (X) : (R))
+#define OM_GATE_SEL1(X, R) (R)  /* NaN fails both comparisons: the clamp returns it */
 #endif
 static inline V8 SFX(gate_tanh8)(V8 x) {
     V8 out_;
@@ -118,6 +129,174 @@ static void SFX(gru_n_row)(const float *a, const float *z, const float *hp, floa
     }
 }
 
+/* -- the fused LSTM (flags & 4: rnn_rules.fused_rnn, a batch filling 16 lanes, H % 4 == 0) --
+ * The batch lies in the lanes: per group of 16 batch rows, one panel (H + I, 16) holds h^T over
+ * x_t^T, the B operand of the whole step's product (W_hh h + W_ih x_t, K = H + I: 12 KiB at
+ * H = 128, I = 64, in L1), and c^T is (H, 16). W = [W_hh | W_ih], packed by unit as
+ * w[j][k][i, f, g, o], is streamed once a step (the 6x16 GEMM of the unfused path re-read W_hh
+ * for rows 0-5, 6-11 and 12-15, and the projection of every step went through a (T, B, 4H)
+ * buffer, 1 MiB at batch 16). One tile is the 4 gates of one hidden unit j for the 16 rows: 8
+ * accumulators, the biases and the cell on them in registers, h^T written into the next
+ * step's panel. x_t comes into lanes and h^T back into y's rows by 8x8 register transposes.
+ * Scratch: 16 (3 H + 2 I) floats (two panels, c^T). */
+static __attribute__((noinline)) void SFX(lstm_unit16)(long K, const float *wj, const float *bj,
+                                                       const float *P, float *cj, float *hj) {
+    V8 i0 = {0}, i1 = {0}, f0 = {0}, f1 = {0}, g0 = {0}, g1 = {0}, o0 = {0}, o1 = {0};
+    /* the weights of the unit two ahead, a line at a time: the hardware's stream prefetch
+     * stops at each 4 KiB page, and W (384 KiB at H = 128, I = 64) is read once a step, from
+     * L3 where L2 is shared with a busy neighbour (a prefetch past W's end does not fault) */
+    for (long o = 0; o < 4 * K; o += 16) __builtin_prefetch(wj + 8 * K + o);
+    for (long k = 0; k < K; k++) {
+        V8 a0 = SFX(ld8)(P + 16 * k), a1 = SFX(ld8)(P + 16 * k + 8), w;
+        const float *wk = wj + 4 * k;
+        w = SFX(bc)(wk[0]); i0 += w * a0; i1 += w * a1;
+        w = SFX(bc)(wk[1]); f0 += w * a0; f1 += w * a1;
+        w = SFX(bc)(wk[2]); g0 += w * a0; g1 += w * a1;
+        w = SFX(bc)(wk[3]); o0 += w * a0; o1 += w * a1;
+    }
+    if (bj) {
+        V8 b = SFX(bc)(bj[0]); i0 += b; i1 += b;
+        b = SFX(bc)(bj[1]); f0 += b; f1 += b;
+        b = SFX(bc)(bj[2]); g0 += b; g1 += b;
+        b = SFX(bc)(bj[3]); o0 += b; o1 += b;
+    }
+    i0 = SFX(gate_sig8)(i0); i1 = SFX(gate_sig8)(i1);
+    f0 = SFX(gate_sig8)(f0); f1 = SFX(gate_sig8)(f1);
+    g0 = SFX(gate_tanh8)(g0); g1 = SFX(gate_tanh8)(g1);
+    o0 = SFX(gate_sig8)(o0); o1 = SFX(gate_sig8)(o1);
+    V8 c0 = f0 * SFX(ld8)(cj) + i0 * g0, c1 = f1 * SFX(ld8)(cj + 8) + i1 * g1;
+    SFX(st8)(cj, c0); SFX(st8)(cj + 8, c1);
+    SFX(st8)(hj, o0 * SFX(gate_tanh8)(c0)); SFX(st8)(hj + 8, o1 * SFX(gate_tanh8)(c1));
+}
+
+/* rows [0, nb) of src (row stride ld, n columns) into dst^T (n, 16); lanes from nb on are
+ * zero */
+static void SFX(rows_to_lanes)(const float *src, long ld, long nb, long n, float *dst) {
+    long c = 0;
+    for (; c + 8 <= n; c += 8)
+        for (long half = 0; half < 2; half++) {
+            long m = nb - 8 * half;
+            V8 r[8];
+            for (long b = 0; b < 8; b++)
+                r[b] = b < m ? SFX(ld8)(src + (8 * half + b) * ld + c) : (V8){0};
+            if (m > 0) SFX(transpose8)(r);
+            for (long q = 0; q < 8; q++) SFX(st8)(dst + (c + q) * 16 + 8 * half, r[q]);
+        }
+    for (; c < n; c++)
+        for (long b = 0; b < 16; b++) dst[c * 16 + b] = b < nb ? src[b * ld + c] : 0.0f;
+}
+
+/* the inverse for rows [0, nb): dst[b * ld + j] = src[j * 16 + b], any n */
+static void SFX(lanes_to_rows)(const float *src, long nb, long n, float *dst, long ld) {
+    long c = 0;
+    for (; c + 8 <= n; c += 8)
+        for (long half = 0; half * 8 < nb; half++) {
+            V8 r[8];
+            for (long q = 0; q < 8; q++) r[q] = SFX(ld8)(src + (c + q) * 16 + 8 * half);
+            SFX(transpose8)(r);
+            for (long b = 0; b < 8 && 8 * half + b < nb; b++)
+                SFX(st8)(dst + (8 * half + b) * ld + c, r[b]);
+        }
+    for (; c < n; c++)
+        for (long b = 0; b < nb; b++) dst[b * ld + c] = src[c * 16 + b];
+}
+
+static void SFX(lstm_fused)(long T, long B, long H, long I, const float *x, const float *w,
+                            const float *bias, const float *h0, const float *c0, float *y,
+                            long ystep, long yrow, float *hn, float *cn, int rev, float *S) {
+    long K = H + I;
+    float *pa = S, *pb = pa + 16 * K, *cT = pb + 16 * K;
+    for (long b0 = 0; b0 < B; b0 += 16) {
+        long nb = B - b0 < 16 ? B - b0 : 16;
+        float *pc = pa, *px = pb;
+        if (h0) SFX(rows_to_lanes)(h0 + b0 * H, H, nb, H, pc);
+        else memset(pc, 0, 16 * H * sizeof(float));
+        if (c0) SFX(rows_to_lanes)(c0 + b0 * H, H, nb, H, cT);
+        else memset(cT, 0, 16 * H * sizeof(float));
+        for (long s = 0; s < T; s++) {
+            long t = rev ? T - 1 - s : s;
+            SFX(rows_to_lanes)(x + (t * B + b0) * I, I, nb, I, pc + 16 * H);
+            for (long j = 0; j < H; j++)
+                SFX(lstm_unit16)(K, w + j * 4 * K, bias ? bias + 4 * j : 0, pc, cT + 16 * j,
+                                 px + 16 * j);
+            SFX(lanes_to_rows)(px, nb, H, y + t * ystep + b0 * yrow, yrow);
+            float *tmp = pc; pc = px; px = tmp;
+        }
+        SFX(lanes_to_rows)(pc, nb, H, hn + b0 * H, H);
+        SFX(lanes_to_rows)(cT, nb, H, cn + b0 * H, H);
+    }
+}
+
+/* -- the fused GRU with linear_before_reset (flags 2 | 4; rnn_rules.fused_rnn, H even) -----
+ * As lstm_fused, with one tile for two units j, j + 1 (r, z, n of each: 12 accumulators): the
+ * h rows of the panel first (W_hh), then n's recurrent part is set aside and the x rows (W_ih)
+ * go on into r, z and n's input part, since r scales W_hn h + b_hn alone. w: per pair of
+ * units, H then I rows of (r, z, n of j, then of j + 1); bias: per unit (b_ir + b_hr,
+ * b_iz + b_hz, b_in, b_hn) or -1. Scratch: 16 (2 H + 2 I) floats (two panels). */
+static __attribute__((noinline)) void SFX(gru_pair16)(long H, long I, const float *wp,
+                                                      const float *bj, const float *P,
+                                                      const float *hr, float *hj) {
+    V8 r0 = {0}, r1 = {0}, z0 = {0}, z1 = {0}, n0 = {0}, n1 = {0};
+    V8 s0 = {0}, s1 = {0}, u0 = {0}, u1 = {0}, m0 = {0}, m1 = {0};  /* unit j + 1 */
+    V8 keep[4];
+    for (int part = 0; part < 2; part++) {  /* (prefetching as lstm_unit16 does lost here) */
+        long K = part ? I : H;
+        const float *Pk = part ? P + 16 * H : P;
+        for (long k = 0; k < K; k++) {
+            V8 a0 = SFX(ld8)(Pk + 16 * k), a1 = SFX(ld8)(Pk + 16 * k + 8), w;
+            const float *wk = wp + 6 * k;
+            w = SFX(bc)(wk[0]); r0 += w * a0; r1 += w * a1;
+            w = SFX(bc)(wk[1]); z0 += w * a0; z1 += w * a1;
+            w = SFX(bc)(wk[2]); n0 += w * a0; n1 += w * a1;
+            w = SFX(bc)(wk[3]); s0 += w * a0; s1 += w * a1;
+            w = SFX(bc)(wk[4]); u0 += w * a0; u1 += w * a1;
+            w = SFX(bc)(wk[5]); m0 += w * a0; m1 += w * a1;
+        }
+        wp += 6 * K;
+        if (!part) {  /* W_hn h set aside: r scales it alone */
+            keep[0] = n0; keep[1] = n1; keep[2] = m0; keep[3] = m1;
+            n0 = n1 = m0 = m1 = (V8){0};
+        }
+    }
+    V8 acc[2][6] = {{r0, r1, z0, z1, n0, n1}, {s0, s1, u0, u1, m0, m1}};
+    for (int u = 0; u < 2; u++) {
+        V8 br = {0}, bz = {0}, bn = {0}, bh = {0};
+        if (bj) {
+            br = SFX(bc)(bj[4 * u]); bz = SFX(bc)(bj[4 * u + 1]);
+            bn = SFX(bc)(bj[4 * u + 2]); bh = SFX(bc)(bj[4 * u + 3]);
+        }
+        const float *hp = hr + 16 * u;  /* this unit's row of h^T */
+        for (int q = 0; q < 2; q++) {
+            V8 r = SFX(gate_sig8)(acc[u][q] + br), z = SFX(gate_sig8)(acc[u][2 + q] + bz);
+            V8 n = SFX(gate_tanh8)(acc[u][4 + q] + bn + r * (keep[2 * u + q] + bh));
+            SFX(st8)(hj + 16 * u + 8 * q, n + z * (SFX(ld8)(hp + 8 * q) - n));
+        }
+    }
+}
+
+static void SFX(gru_fused)(long T, long B, long H, long I, const float *x, const float *w,
+                           const float *bias, const float *h0, float *y, long ystep,
+                           long yrow, float *hn, int rev, float *S) {
+    long K = H + I;
+    float *pa = S, *pb = pa + 16 * K;
+    for (long b0 = 0; b0 < B; b0 += 16) {
+        long nb = B - b0 < 16 ? B - b0 : 16;
+        float *pc = pa, *px = pb;
+        if (h0) SFX(rows_to_lanes)(h0 + b0 * H, H, nb, H, pc);
+        else memset(pc, 0, 16 * H * sizeof(float));
+        for (long s = 0; s < T; s++) {
+            long t = rev ? T - 1 - s : s;
+            SFX(rows_to_lanes)(x + (t * B + b0) * I, I, nb, I, pc + 16 * H);
+            for (long j = 0; j < H; j += 2)
+                SFX(gru_pair16)(H, I, w + j * 3 * K, bias ? bias + 4 * j : 0, pc,
+                                pc + 16 * j, px + 16 * j);
+            SFX(lanes_to_rows)(px, nb, H, y + t * ystep + b0 * yrow, yrow);
+            float *tmp = pc; pc = px; px = tmp;
+        }
+        SFX(lanes_to_rows)(pc, nb, H, hn + b0 * H, H);
+    }
+}
+
 static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
     long T = f[0], B = f[1], H = f[2], ystep = f[10], yrow = f[11];
     int lstm = op == I_LSTM, rev = (int)(f[14] & 1), lbr = (int)((f[14] >> 1) & 1);
@@ -125,6 +304,14 @@ static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
     const float *pre = OM_ADDR(bufs, f[3]), *w = OM_ADDR(bufs, f[4]), *w2 = OM_ADDR(bufs, f[5]), *bias = OM_ADDR(bufs, f[6]);
     const float *h0 = OM_ADDR(bufs, f[7]), *c0 = OM_ADDR(bufs, f[8]);
     float *y = OM_ADDR(bufs, f[9]), *hn = OM_ADDR(bufs, f[12]), *cn = OM_ADDR(bufs, f[13]), *S = OM_ADDR(bufs, f[15]);
+    if (lstm && (f[14] & 4)) {  /* pre: x itself (T, B, I) */
+        SFX(lstm_fused)(T, B, H, f[16], pre, w, bias, h0, c0, y, ystep, yrow, hn, cn, rev, S);
+        return;
+    }
+    if (!lstm && (f[14] & 4)) {  /* pre: x itself (T, B, I) */
+        SFX(gru_fused)(T, B, H, f[16], pre, w, bias, h0, y, ystep, yrow, hn, rev, S);
+        return;
+    }
     float *q = S, *rh = S + B * GH, *qn = rh + B * H;
     /* the state before the first step: h0, or zeros in hn (written again at the end) */
     const float *hp = h0;
