@@ -9,11 +9,12 @@ from __future__ import annotations
 import attrs
 import numpy as np
 import pytest
-from onemodel_backend_compiled import instructions as T
 from onemodel_backend_compiled import plan_check
 from onemodel_backend_compiled import program as P
 from onemodel_backend_compiled.arena import Arena
 from onemodel_backend_compiled.lowered import Loc, NativeSegment
+
+from program_helpers import gemm_program
 
 import onemodel as om
 from onemodel.core.graph import GraphBuilder
@@ -103,14 +104,6 @@ def test_a_gather_by_a_slice_of_fed_ids_reads_their_bytes(isa):
     assert prog.locs[sl.name].dtype == "int64" and prog.locs[sl.name].strides == (6, 1)
 
 
-def _gemm(**change):
-    f = dict(a=P.addr(2, 0), lda=8, m=4, k=8, n=16, bp=P.addr(0, 0), bias=-1, bias_mode=0,
-             resid=-1, ldr=0, c=P.addr(3, 0), ldc=16, act=0)
-    f.update(change)
-    ins = T.BY_OPCODE[P.I_GEMM]
-    return P.assemble([P.instruction(P.I_GEMM, *[f[x.name] for x in ins.fields])])
-
-
 def _gather(idx):
     return P.assemble([P.instruction(P.I_GATHER, P.addr(0, 0), 1, 4, 2, idx, 3, P.addr(3, 0),
                                      0)])
@@ -118,11 +111,11 @@ def _gather(idx):
 
 def test_plan_check_bounds_addresses_in_bytes():
     sizes = [1 << 12, 1 << 12, 4 * 4 * 8, 4 * 4 * 16]  # A is 4x8 floats, C 4x16: bytes
-    assert plan_check.check_program(_gemm(), sizes) == 1
+    assert plan_check.check_program(gemm_program(), sizes) == 1
     with pytest.raises(plan_check.UnsafePlan, match=r"C \(field 10\) spans bytes \[0, 256\)"):
-        plan_check.check_program(_gemm(), sizes[:3] + [255])
+        plan_check.check_program(gemm_program(), sizes[:3] + [255])
     with pytest.raises(plan_check.UnsafePlan, match=r"A \(field 0\) spans bytes \[4, 132\)"):
-        plan_check.check_program(_gemm(a=P.addr(2, 1)), sizes)
+        plan_check.check_program(gemm_program(a=P.addr(2, 1)), sizes)
 
 
 @pytest.mark.parametrize("byte", [1, 2, 3])
@@ -130,9 +123,9 @@ def test_an_address_off_its_float_element_is_refused(byte):
     with pytest.raises(plan_check.UnsafePlan,
                        match=r"instruction 0 \(gemm\): a \(field 0\) is at byte %d of "
                              r"buffer 2, not a multiple of its element's 4 bytes" % byte):
-        plan_check.check_program(_gemm(a=P.addr(2, 0) + byte), [1 << 12] * 4)
+        plan_check.check_program(gemm_program(a=P.addr(2, 0) + byte), [1 << 12] * 4)
     with pytest.raises(plan_check.UnsafePlan, match=r"bias \(field 6\) is at byte"):
-        plan_check.check_program(_gemm(bias=P.addr(0, 4) + byte), [1 << 12] * 4)
+        plan_check.check_program(gemm_program(bias=P.addr(0, 4) + byte), [1 << 12] * 4)
 
 
 def test_an_int64_address_must_be_at_a_multiple_of_8_bytes():

@@ -12,6 +12,8 @@ from onemodel_backend_compiled import instructions as T
 from onemodel_backend_compiled import plan_check, pointwise
 from onemodel_backend_compiled import program as P
 
+from program_helpers import gemm_program
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLUGIN = os.path.dirname(HERE)
 HEADER = os.path.join(PLUGIN, "onemodel_backend_compiled", "csrc", "om_program.h")
@@ -92,23 +94,15 @@ def _sizes(n=1 << 20, buffers=4):
     return [n] * buffers
 
 
-def _gemm(**change):
-    f = dict(a=P.addr(2, 0), lda=8, m=4, k=8, n=16, bp=P.addr(0, 0), bias=-1, bias_mode=0,
-             resid=-1, ldr=0, c=P.addr(3, 0), ldc=16, act=0)
-    f.update(change)
-    ins = T.BY_OPCODE[P.I_GEMM]
-    return P.assemble([P.instruction(P.I_GEMM, *[f[x.name] for x in ins.fields])])
-
-
 def test_the_typed_fields_are_checked_from_the_table():
-    assert plan_check.check_program(_gemm(), _sizes()) == 1
+    assert plan_check.check_program(gemm_program(), _sizes()) == 1
     for change, what in ((dict(m=0), "m (field 2)"), (dict(lda=-1), "lda (field 1)"),
                          (dict(act=6), "act (field 12)"), (dict(bias_mode=3), "bias_mode"),
                          (dict(a=-1), "a (field 0) has no address"),
                          (dict(c=P.addr(9, 0)), "names buffer 9")):
         with pytest.raises(plan_check.UnsafePlan, match=what.replace("(", r"\(").replace(
                 ")", r"\)")):
-            plan_check.check_program(_gemm(**change), _sizes())
+            plan_check.check_program(gemm_program(**change), _sizes())
 
 
 def test_scratch_is_what_the_table_says():
