@@ -10,15 +10,29 @@ from onemodel.core import adaptive as rule
 adaptive = pytest.importorskip("onemodel_backend_threaded.adaptive")
 
 
+class FakeClock:
+    """`time.perf_counter` as the chooser sees it: it advances only by what a fake plan says
+    its run cost, so the choice is decided by the test, never by the machine's noise."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
 class FakePlan:
     output_names = ["y"]
     n_nodes = 1
 
-    def __init__(self):
+    def __init__(self, cost=0.0, clock=None):
         self.runs = 0
+        self.cost, self.clock = cost, clock
 
     def run(self, feeds):
         self.runs += 1
+        if self.clock is not None:
+            self.clock.now += self.cost
         return {"y": None}
 
 
@@ -41,16 +55,20 @@ def test_choice(seq, par, chosen):
     assert plan_with(seq, par) == chosen
 
 
-def test_runs_go_round_then_probe_the_other_candidate():
-    p = adaptive.AdaptivePlan([("sequential", FakePlan()), ("parallel", FakePlan())], "src")
-    warm = rule.WARMUP_ROUNDS * 2
-    for _ in range(warm):
+@pytest.mark.parametrize("seq_cost,par_cost,chosen", [
+    (1.0, 2.0, "sequential"), (2.0, 1.0, "parallel")])
+def test_runs_go_round_then_probe_the_other_candidate(monkeypatch, seq_cost, par_cost, chosen):
+    clock = FakeClock()
+    monkeypatch.setattr(rule.time, "perf_counter", clock)
+    seq, par = FakePlan(seq_cost, clock), FakePlan(par_cost, clock)
+    p = adaptive.AdaptivePlan([("sequential", seq), ("parallel", par)], "src")
+    for _ in range(rule.WARMUP_ROUNDS * 2):
         p.run({})
-    seq, par = (c[1] for c in p.candidates)
     assert seq.runs == par.runs == rule.WARMUP_ROUNDS
-    before = (seq.runs, par.runs)
+    assert p.chosen == chosen
+    other = par if chosen == "sequential" else seq
+    before = other.runs
     for _ in range(rule.PROBE * 4):
         p.run({})
-    chosen, other = (seq, par) if p.chosen == "sequential" else (par, seq)
-    before_other = before[0] if other is seq else before[1]
-    assert 3 <= other.runs - before_other <= 5   # one probe in PROBE runs
+    assert p.chosen == chosen
+    assert other.runs - before == 4   # one probe in PROBE runs
