@@ -347,16 +347,25 @@ def test_sigint_during_split_runs_leaves_the_session_usable():
     old = signal.signal(signal.SIGINT, signal.default_int_handler)
     main = threading.main_thread().ident
     caught = 0
+
+    def interrupt_after(delay, go):
+        go.wait()  # not before the runs begin: a loaded machine starts threads late
+        time.sleep(delay)
+        signal.pthread_kill(main, signal.SIGINT)
+
     try:
         for k in range(8):
-            timer = threading.Timer(0.002 + 0.003 * k, signal.pthread_kill, (main, signal.SIGINT))
-            timer.start()
-            try:
-                for _ in range(200):
+            go = threading.Event()
+            killer = threading.Thread(target=interrupt_after, args=(0.002 + 0.003 * k, go))
+            try:  # every point the signal may land on is inside: it is always caught here
+                killer.start()
+                go.set()
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
                     s.run(a)
             except KeyboardInterrupt:
                 caught += 1
-            timer.join()
+            killer.join()
     finally:
         signal.signal(signal.SIGINT, old)
     assert caught == 8
