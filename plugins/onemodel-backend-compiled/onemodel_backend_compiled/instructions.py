@@ -171,8 +171,9 @@ TABLE: tuple[Instruction, ...] = (
     Instruction("LSTM", 40, "lstm", _f(_RNN, {"flags": (0, 1, 4, 5)}),
                 (15, lambda f: 16 * (3 * f[2] + 2 * f[16]) if f[14] & 4 else f[1] * 6 * f[2]),
                 "40-49: recurrent layers (om_rnn.h)"),
-    Instruction("GRU", 41, "gru", _f(_RNN, {"flags": (0, 1, 2, 3, 6, 7)}),
-                (15, lambda f: 16 * (2 * f[2] + 2 * f[16]) if f[14] & 4 else f[1] * 5 * f[2])),
+    Instruction("GRU", 41, "gru", _f(_RNN, {"flags": tuple(range(8))}),
+                (15, lambda f: 16 * ((2 if f[14] & 2 else 5) * f[2] + 2 * f[16]) if f[14] & 4
+                 else f[1] * 5 * f[2])),
     Instruction("FAIL", 99, "fail", None, comment="stops the run (the plan names the node)"),
 )
 

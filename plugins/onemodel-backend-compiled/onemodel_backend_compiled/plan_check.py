@@ -403,15 +403,15 @@ def _rnn(gates: int):
     -1."""
     def check(c: _Ins) -> None:
         t, b, h = c.count(0, "steps"), c.count(1, "batch"), c.count(2, "hidden size")
-        flags = c.code(14, "flags", {0, 1, 2, 3, 6, 7} if gates == 3 else {0, 1, 4, 5})
+        flags = c.code(14, "flags", set(range(8)) if gates == 3 else {0, 1, 4, 5})
         lbr = bool(flags & 2)
-        split = gates == 3 and not lbr  # W_rz and W_n as two panel sets
         fused = bool(flags & 4)  # x itself, [W_hh | W_ih] and the biases by unit
+        split = gates == 3 and not lbr and not fused  # W_rz and W_n as two panel sets
         size = c.count(16, "input size")
         if fused:
-            if h % (4 if gates == 4 else 2):
-                c.fail(f"hidden size (field 2) is {h}, not a multiple of "
-                       f"{4 if gates == 4 else 2} (fused)")
+            unit = 2 if gates == 3 and lbr else 4  # a GRU's pairs of units; fours for W_hn
+            if h % unit:
+                c.fail(f"hidden size (field 2) is {h}, not a multiple of {unit} (fused)")
             c.flat(3, "input", t * b * size)
             c.flat(4, "weights by unit", gates * h * (h + size))
         else:

@@ -2,9 +2,10 @@
 and directions out of them) as native code: the input projection of every step as one packed
 GEMM into scratch, then one I_LSTM / I_GRU instruction running the steps (csrc/om_rnn.h: per
 step the recurrent GEMM over the packed W_hh^T and the gate arithmetic). An LSTM whose batch
-fills 16 lanes (`fused_rnn`; a GRU too, with linear_before_reset) runs as the I_LSTM / I_GRU
+fills 16 lanes (`fused_rnn`; a GRU too, in either reset form) runs as the I_LSTM / I_GRU
 alone: the batch in the lanes, the input projection and the cell inside each step's tiles,
-over [W_hh | W_ih] packed by hidden unit.
+over [W_hh | W_ih] packed by hidden unit. A batch-first layer (its output's only reader swaps
+steps and batch back) has the step write the rows in that layout (`batch_first_dest`).
 
 Biases are folded where the formula allows: an LSTM's b_ih + b_hh and a GRU's (without
 ``linear_before_reset``) both go into the projection's bias; a GRU with it keeps b_hh on the
@@ -17,23 +18,22 @@ from __future__ import annotations
 import numpy as np
 
 from . import program as P
-from .lower import Lowering
+from .lower import Loc, Lowering
 from .pointwise import Unsupported
+from .traits import permutation_of
 
 
 
 def fused_rnn(gates: int, batch: int, hidden: int, linear_before_reset: bool) -> bool:
     """Whether a layer runs fused (csrc/om_rnn.h lstm_fused / gru_fused: the batch in 16 lanes,
     the input projection and the cell inside the step's tiles): an LSTM whose hidden size is a
-    multiple of 4, a GRU with linear_before_reset and an even one, when at least 7/8 of the
+    multiple of 4, a GRU with linear_before_reset and an even one, a GRU without it (ONNX's
+    default: gru_fused_rf) and one a multiple of 4, when at least 7/8 of the
     groups' lanes hold a batch row. A group of 16 costs about what the projection GEMM and the
     6x16 recurrent GEMM cost at batch 13-14 (LSTM(64, 128), 32 steps: fused 1.37 ms for any
     batch up to 16; unfused 0.29 ms at batch 2, 1.05 at 8, 1.45 at 14, 1.8 at 16, 4.9 at 30,
     where two fused groups take 2.7)."""
-    if gates == 4:
-        shape_ok = hidden % 4 == 0
-    else:
-        shape_ok = linear_before_reset and hidden % 2 == 0
+    shape_ok = hidden % (2 if gates == 3 and linear_before_reset else 4) == 0
     return shape_ok and batch >= 14 * -(-batch // 16)
 
 
@@ -71,20 +71,22 @@ def _rule(gates: int):
         fused = fused_rnn(gates, batch, h, lbr)
         if fused:
             src, w, w2, rec_bias = _fused(lw, key, (w_ih, w_hh, b_ih, b_hh),
-                                          (W_ih, W_hh, B_ih, B_hh), x, gates, h, size)
+                                          (W_ih, W_hh, B_ih, B_hh), x, gates, h, size, lbr)
         else:
             src, w, w2, rec_bias = _projection_and_panels(
                 lw, key, (w_ih, w_hh, b_ih, b_hh), (W_ih, W_hh, B_ih, B_hh), x, steps * batch,
                 gh, h, lbr)
         states = [lw.contiguous(s).addr if s is not None else -1 for s in (h0, c0)]
-        y = lw.dest(node.outputs[0])
+        y = batch_first_dest(lw, node.outputs[0]) or lw.dest(node.outputs[0])
+        y_step, y_row = y.strides[0], y.strides[1]
         finals = [lw.dest(o) for o in node.outputs[1:]]
-        scratch = lw.scratch(16 * ((gates - 1) * h + 2 * size) if fused
+        panels = 3 if gates == 4 else 2 if lbr else 5  # h^T rows of om_rnn.h's fused scratch
+        scratch = lw.scratch(16 * (panels * h + 2 * size) if fused
                              else batch * (gates + 2) * h)
         flags = (1 if params.get("reverse", False) else 0) | (2 if lbr else 0) | (4 if fused else 0)
         lw.emit(P.instruction(P.I_LSTM if gates == 4 else P.I_GRU, steps, batch, h, src,
                               P.addr(P.WEIGHTS, w), w2, rec_bias, *states, y.addr,
-                              batch * h, h, finals[0].addr,
+                              y_step, y_row, finals[0].addr,
                               finals[1].addr if gates == 4 else -1, flags, scratch.addr,
                               size))
         lw.bind(node.outputs[0], y)
@@ -93,21 +95,50 @@ def _rule(gates: int):
     return rule
 
 
-def _fused(lw: Lowering, key, values, arrays, x, gates: int, h: int, size: int):
-    """A fused layer's operands (csrc/om_rnn.h lstm_fused / gru_fused): x itself, the weights
-    by unit and the biases by unit. LSTM: w[j][k][i, f, g, o] over k in [W_hh | W_ih], bias
-    (H, 4) b_ih + b_hh. GRU: per pair of units, the H rows of W_hh then the I rows of W_ih, each
-    (r, z, n of j, then of j + 1); bias (H, 4): b_ir + b_hr, b_iz + b_hz, b_in, b_hn."""
+def batch_first_dest(lw: Lowering, value: str) -> Loc | None:
+    """Memory for a layer's output sequence (steps, batch, H) laid out (batch, steps, H) when
+    its only reader swaps the two axes back (om.nn.LSTM / GRU with ``batch_first``): the step
+    writes each row at its place (the instruction's y_step / y_row strides), the reader is a
+    view, and the caller's array takes the rows directly where it may. The copy of the
+    transposed output after the run was 6.5 % of LSTM(64, 128) b16. None otherwise."""
+    users = lw.uses.get(value, [])
+    if len(users) != 1 or value in lw.wanted:
+        return None
+    reader = lw.nodes[users[0]]
+    if permutation_of(lw, reader, 3) != (1, 0, 2):
+        return None
+    steps, batch, h = (int(d) for d in lw.shape(value))
+    out = reader.outputs[0]
+    loc = lw.dest(out) if out in lw.direct_ok else lw.new_alloc(max(1, steps * batch * h), value)
+    return loc.with_view((steps, batch, h), (h, steps * h, 1))
+
+
+def _fused(lw: Lowering, key, values, arrays, x, gates: int, h: int, size: int, lbr: bool):
+    """A fused layer's operands (csrc/om_rnn.h lstm_fused / gru_fused / gru_fused_rf): x
+    itself, the weights by unit and the biases by unit. LSTM: w[j][k][i, f, g, o] over k in
+    [W_hh | W_ih], bias (H, 4) b_ih + b_hh. GRU with linear_before_reset: per pair of units,
+    the H rows of W_hh then the I rows of W_ih, each (r, z, n of j, then of j + 1); without
+    it: per pair, the H rows of (r, z of j, then of j + 1), the I rows as with it, then W_hn
+    per four units (H rows of n of j .. j + 3). bias (H, 4): b_ir + b_hr, b_iz + b_hz, b_in,
+    b_hn."""
     w_ih, w_hh, b_ih, b_hh = values
     W_ih, W_hh, B_ih, B_hh = arrays
     k = h + size
+
+    def pairs(W, gates_: int, cols: int):  # [g][j][k] -> [pair][k][unit of the pair][g]
+        return W.reshape(gates_, h // 2, 2, cols).transpose(1, 3, 2, 0).reshape(h // 2, -1)
+
     if gates == 4:
         packed = np.concatenate([W_hh, W_ih], axis=1).reshape(4, h, k).transpose(1, 2, 0)
-    else:
-        def pairs(W, cols):  # [g][j][k] -> [pair][k][unit of the pair][g]
-            return W.reshape(3, h // 2, 2, cols).transpose(1, 3, 2, 0).reshape(h // 2, cols, 6)
-        packed = np.concatenate([pairs(W_hh, h), pairs(W_ih, size)], axis=1)
-    w = lw.weights.plain((f"rnn{gates} weights by unit", key(w_hh), key(w_ih)),
+    elif lbr:
+        packed = np.concatenate([pairs(W_hh, 3, h), pairs(W_ih, 3, size)], axis=1)
+    else:  # r gates h before W_hn: r, z first, n of four units on r h after
+        fours = W_hh[2 * h:].reshape(h // 4, 4, h).transpose(0, 2, 1)
+        packed = np.concatenate([np.concatenate([pairs(W_hh[:2 * h], 2, h),
+                                                 pairs(W_ih, 3, size)], axis=1).ravel(),
+                                 fours.ravel()])
+    form = "" if gates == 4 or lbr else " reset first"
+    w = lw.weights.plain((f"rnn{gates}{form} weights by unit", key(w_hh), key(w_ih)),
                          np.ascontiguousarray(packed))
     bias = -1
     if B_ih is not None or B_hh is not None:
@@ -158,4 +189,4 @@ def _projection_and_panels(lw: Lowering, key, values, arrays, x, rows: int, gh: 
 
 RNN_RULES = {"lstm": _rule(4), "gru": _rule(3)}
 
-__all__ = ["RNN_RULES", "fused_rnn"]
+__all__ = ["RNN_RULES", "fused_rnn", "batch_first_dest"]

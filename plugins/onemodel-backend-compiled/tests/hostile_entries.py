@@ -173,19 +173,22 @@ def rnn():
 
 
 def rnn_fused():
-    """An LSTM and a GRU (linear_before_reset) whose batch of 16 fills the lanes
-    (rnn_rules.fused_rnn: flag 4, x itself, the weights and biases by unit, the input size),
-    with initial states; hidden size 12: one 8-lane block and a tail."""
+    """An LSTM, a GRU with linear_before_reset and one without (ONNX's default) whose batch
+    of 16 fills the lanes (rnn_rules.fused_rnn: flag 4, x itself, the weights and biases by
+    unit, the input size), with initial states; hidden size 12: one 8-lane block and a tail;
+    the last layer's output read batch first (its rows written at y_row = seq * H)."""
     rng = np.random.default_rng(2)
     size, h, batch = 5, 12, 16
     lw = [_w(rng, 4 * h, size), _w(rng, 4 * h, h), _w(rng, 4 * h), _w(rng, 4 * h)]
     gw = [_w(rng, 3 * h, h), _w(rng, 3 * h, h), _w(rng, 3 * h), _w(rng, 3 * h)]
     h0, c0 = _w(rng, batch, h), _w(rng, batch, h)
+    gw2 = [_w(rng, 3 * h, h), _w(rng, 3 * h, h), _w(rng, 3 * h), _w(rng, 3 * h)]
 
     def fn(x):  # x: (seq, 16, size); the sweep's "batch" is the sequence
         y, hn, cn = om.ops.lstm(x, *lw, h0, c0, reverse=True)
         y2, h2 = om.ops.gru(y, *gw, hn)
-        return y2 + cn + h2
+        y3, h3 = om.ops.gru(y2 + cn + h2, *gw2, h2, linear_before_reset=False)
+        return om.ops.transpose(y3, 0, 1) + om.ops.unsqueeze(h3, 1)
 
     x = np.random.default_rng(3).standard_normal((4, batch, size)).astype(np.float32)
     return fn, x

@@ -200,6 +200,39 @@ def test_onnx_gru_default_reset_imports_natively(isa):
     _check(model, feeds)
 
 
+@pytest.mark.parametrize("lbr", [0, 1])
+def test_onnx_gru_batch_in_lanes_matches_onnxruntime(isa, lbr):
+    """An ONNX GRU, bidirectional, batch 16, with and without linear_before_reset: both
+    directions fused (flags 4 | 1 and the reset form's 2), against onnxruntime and numpy."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    from onemodel.formats.onnx_import import from_onnx
+    from onemodel.runtime.traced_model import TracedModel
+
+    rng = np.random.default_rng(11 + lbr)
+    h, size, seq, batch = 12, 5, 7, 16
+    inits = {"W": _r(rng, 2, 3 * h, size), "R": _r(rng, 2, 3 * h, h), "B": _r(rng, 2, 6 * h),
+             "H0": _r(rng, 2, batch, h)}
+    node = helper.make_node("GRU", ["X", "W", "R", "B", "", "H0"], ["Y", "Y_h"],
+                            hidden_size=h, direction="bidirectional", linear_before_reset=lbr)
+    graph = helper.make_graph(
+        [node], "gru", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [seq, batch, size])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("Y", "Y_h")],
+        [onnx.numpy_helper.from_array(v, k) for k, v in inits.items()])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    model = TracedModel(from_onnx(proto))
+    feeds = {"X": _r(rng, seq, batch, size, scale=1.0)}
+    got = _check(model, feeds)
+    want = ort.InferenceSession(proto.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, feeds)
+    for name, ref in zip(("Y", "Y_h"), want):
+        np.testing.assert_allclose(got[name].numpy(), ref, **TOL, err_msg=name)
+    flags = _rnn_flags(om.Session(model, backend="compiled"), feeds, "GRU")
+    assert sorted(flags) == [4 | 2 * lbr, 5 | 2 * lbr], flags
+
+
 def test_weights_given_at_run_time_fall_back_and_say_why():
     rng = np.random.default_rng(0)
     x, w_ih, w_hh = _r(rng, 3, 2, 4), _r(rng, 9, 4), _r(rng, 9, 3)
@@ -309,12 +342,14 @@ def test_lstm_batch_in_lanes_bidirectional_layers_without_states(isa, bias):
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("lbr", [True, False])
 @pytest.mark.parametrize("batch,hidden", [(14, 12), (16, 6), (30, 10), (70, 4), (16, 9),
-                                          (17, 12)])
+                                          (17, 12), (16, 20), (30, 8)])
 def test_gru_batch_in_lanes_matches_the_cell_equations(isa, batch, hidden, reverse, lbr):
-    """A GRU with linear_before_reset whose batch fills 16 lanes and whose hidden size is even
-    runs fused (om_rnn.h gru_fused: pairs of units, W_hn h kept apart from W_in x): groups of
-    14 and 16, 16 + 14, a last group of 6; hidden 9 (odd), batch 17 and ONNX's default reset
-    keep the GEMM rows. Initial state, both directions, against the float64 cell equations."""
+    """A GRU whose batch fills 16 lanes runs fused: with linear_before_reset and an even
+    hidden size (om_rnn.h gru_fused: pairs of units, W_hn h kept apart from W_in x), without
+    it (ONNX's default) and a hidden size a multiple of 4 (gru_fused_rf: r h first, then n
+    over it by four units). Groups of 14 and 16, 16 + 14, a last group of 6; hidden 9 (odd),
+    6 and 10 without the reset form's fours, and batch 17 keep the GEMM rows. Initial state,
+    both directions, against the float64 cell equations."""
     from onemodel_backend_compiled.rnn_rules import fused_rnn
 
     rng = np.random.default_rng(batch * 10 + hidden)
@@ -336,7 +371,7 @@ def test_gru_batch_in_lanes_matches_the_cell_equations(isa, batch, hidden, rever
     np.testing.assert_allclose(outs[0], y, **TOL)
     np.testing.assert_allclose(outs[1], hn, **TOL)
     fused = fused_rnn(3, batch, hidden, lbr)
-    assert fused == (lbr and batch != 17 and hidden != 9)
+    assert fused == (batch != 17 and hidden % (2 if lbr else 4) == 0)
     flags = _rnn_flags(om.Session(traced, backend="compiled"), feeds, "GRU")
     assert flags == [(4 if fused else 0) | (2 if lbr else 0) | (1 if reverse else 0)], flags
 

@@ -15,14 +15,15 @@
  *   h0, c0: initial states (B, H) or -1 (zeros); y: step t, batch row b at
  *   y + t * y_step + b * y_row; hn, cn: the final states (B, H) (cn: -1 for a GRU);
  *   flags: 1 reverse (steps from the last), 2 linear_before_reset (GRU), 4 fused (lstm_fused,
- *   H % 4 == 0; gru_fused, with 2, H even: pre is x itself (T, B, I), w is [W_hh | W_ih] by
- *   unit, bias the biases by unit or -1);
- *   scratch: B * (G + 2) * H floats; fused, 16 (3 H + 2 I) (LSTM) or 16 (2 H + 2 I) (GRU)
+ *   H % 4 == 0; gru_fused, with 2, H even; gru_fused_rf, without 2, H % 4 == 0: pre is x
+ *   itself (T, B, I), w is [W_hh | W_ih] by unit, bias the biases by unit or -1);
+ *   scratch: B * (G + 2) * H floats; fused, 16 (3 H + 2 I) (LSTM), 16 (2 H + 2 I) (GRU with
+ *   2) or 16 (5 H + 2 I) (GRU without)
  *   (rnn_scratch, the instruction table's formula);
  *   input (field 16): I, the input size. */
 static long SFX(rnn_scratch)(int64_t op, const int64_t *f) {
-    if (f[14] & 4)  /* lstm_fused, gru_fused */
-        return 16 * ((op == I_LSTM ? 3 : 2) * f[2] + 2 * f[16]);
+    if (f[14] & 4)  /* lstm_fused, gru_fused, gru_fused_rf */
+        return 16 * ((op == I_LSTM ? 3 : f[14] & 2 ? 2 : 5) * f[2] + 2 * f[16]);
     return f[1] * ((op == I_LSTM ? 4 : 3) + 2) * f[2];
 }
 
@@ -297,6 +298,109 @@ static void SFX(gru_fused)(long T, long B, long H, long I, const float *x, const
     }
 }
 
+/* -- the fused GRU without linear_before_reset (flags 4; ONNX's default, H % 4 == 0) --------
+ * r gates h before n's recurrent product, so a step has two passes over the units. First, per
+ * pair of units, r and z from the h rows (W_hr, W_hz) and the x rows (W_ir, W_iz, W_in; 8 then
+ * 12 accumulators): r h into a panel RH (H, 16), z and n's input part (W_in x + b_in) set
+ * aside (zb, nb: (H, 16) each). Then, per four units, n = tanh(nb + b_hn + W_hn (r h)) over
+ * RH (8 accumulators) and h' = n + z (h - n) into the next step's panel. w: per pair, H rows
+ * of (r, z of j, r, z of j + 1), then I rows of (r, z, n of j, then of j + 1); then W_hn per
+ * four units, H rows of (n of j .. j + 3): 3 H (H + I) floats, as the form with
+ * linear_before_reset. bias: per unit (b_ir + b_hr, b_iz + b_hz, b_in, b_hn) or -1. Scratch:
+ * 16 (5 H + 2 I) floats (two panels, RH, zb, nb). */
+static __attribute__((noinline)) void SFX(gru_rzx16)(long H, long I, const float *wp,
+                                                     const float *bj, const float *P,
+                                                     const float *hr, float *rh, float *zb,
+                                                     float *nb) {
+    V8 r0 = {0}, r1 = {0}, z0 = {0}, z1 = {0}, s0 = {0}, s1 = {0}, u0 = {0}, u1 = {0};
+    V8 n0 = {0}, n1 = {0}, m0 = {0}, m1 = {0};
+    for (long k = 0; k < H; k++) {  /* the h rows: r and z */
+        V8 a0 = SFX(ld8)(P + 16 * k), a1 = SFX(ld8)(P + 16 * k + 8), w;
+        const float *wk = wp + 4 * k;
+        w = SFX(bc)(wk[0]); r0 += w * a0; r1 += w * a1;
+        w = SFX(bc)(wk[1]); z0 += w * a0; z1 += w * a1;
+        w = SFX(bc)(wk[2]); s0 += w * a0; s1 += w * a1;
+        w = SFX(bc)(wk[3]); u0 += w * a0; u1 += w * a1;
+    }
+    wp += 4 * H;
+    const float *Px = P + 16 * H;
+    for (long k = 0; k < I; k++) {  /* the x rows: r, z and n's input part */
+        V8 a0 = SFX(ld8)(Px + 16 * k), a1 = SFX(ld8)(Px + 16 * k + 8), w;
+        const float *wk = wp + 6 * k;
+        w = SFX(bc)(wk[0]); r0 += w * a0; r1 += w * a1;
+        w = SFX(bc)(wk[1]); z0 += w * a0; z1 += w * a1;
+        w = SFX(bc)(wk[2]); n0 += w * a0; n1 += w * a1;
+        w = SFX(bc)(wk[3]); s0 += w * a0; s1 += w * a1;
+        w = SFX(bc)(wk[4]); u0 += w * a0; u1 += w * a1;
+        w = SFX(bc)(wk[5]); m0 += w * a0; m1 += w * a1;
+    }
+    V8 acc[2][6] = {{r0, r1, z0, z1, n0, n1}, {s0, s1, u0, u1, m0, m1}};
+    for (int u = 0; u < 2; u++) {
+        V8 br = {0}, bz = {0}, bn = {0};
+        if (bj) {
+            br = SFX(bc)(bj[4 * u]); bz = SFX(bc)(bj[4 * u + 1]); bn = SFX(bc)(bj[4 * u + 2]);
+        }
+        for (int q = 0; q < 2; q++) {
+            long o = 16 * u + 8 * q;
+            V8 r = SFX(gate_sig8)(acc[u][q] + br);
+            SFX(st8)(rh + o, r * SFX(ld8)(hr + o));
+            SFX(st8)(zb + o, SFX(gate_sig8)(acc[u][2 + q] + bz));
+            SFX(st8)(nb + o, acc[u][4 + q] + bn);
+        }
+    }
+}
+
+static __attribute__((noinline)) void SFX(gru_nquad16)(long H, const float *wq, const float *bj,
+                                                       const float *RH, const float *nb,
+                                                       const float *zb, const float *hr,
+                                                       float *hj) {
+    V8 a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0}, c0 = {0}, c1 = {0}, d0 = {0}, d1 = {0};
+    for (long k = 0; k < H; k++) {
+        V8 x0 = SFX(ld8)(RH + 16 * k), x1 = SFX(ld8)(RH + 16 * k + 8), w;
+        const float *wk = wq + 4 * k;
+        w = SFX(bc)(wk[0]); a0 += w * x0; a1 += w * x1;
+        w = SFX(bc)(wk[1]); b0 += w * x0; b1 += w * x1;
+        w = SFX(bc)(wk[2]); c0 += w * x0; c1 += w * x1;
+        w = SFX(bc)(wk[3]); d0 += w * x0; d1 += w * x1;
+    }
+    V8 acc[8] = {a0, a1, b0, b1, c0, c1, d0, d1};
+    for (int u = 0; u < 4; u++) {
+        V8 bh = bj ? SFX(bc)(bj[4 * u + 3]) : (V8){0};
+        for (int q = 0; q < 2; q++) {
+            long o = 16 * u + 8 * q;
+            V8 n = SFX(gate_tanh8)(acc[2 * u + q] + SFX(ld8)(nb + o) + bh);
+            SFX(st8)(hj + o, n + SFX(ld8)(zb + o) * (SFX(ld8)(hr + o) - n));
+        }
+    }
+}
+
+static void SFX(gru_fused_rf)(long T, long B, long H, long I, const float *x, const float *w,
+                              const float *bias, const float *h0, float *y, long ystep,
+                              long yrow, float *hn, int rev, float *S) {
+    long K = H + I;
+    float *pa = S, *pb = pa + 16 * K, *RH = pb + 16 * K, *zb = RH + 16 * H, *nb = zb + 16 * H;
+    const float *wn = w + (H / 2) * (4 * H + 6 * I);  /* W_hn by four units */
+    for (long b0 = 0; b0 < B; b0 += 16) {
+        long nbat = B - b0 < 16 ? B - b0 : 16;
+        float *pc = pa, *px = pb;
+        if (h0) SFX(rows_to_lanes)(h0 + b0 * H, H, nbat, H, pc);
+        else memset(pc, 0, 16 * H * sizeof(float));
+        for (long s = 0; s < T; s++) {
+            long t = rev ? T - 1 - s : s;
+            SFX(rows_to_lanes)(x + (t * B + b0) * I, I, nbat, I, pc + 16 * H);
+            for (long j = 0; j < H; j += 2)
+                SFX(gru_rzx16)(H, I, w + (j / 2) * (4 * H + 6 * I), bias ? bias + 4 * j : 0,
+                               pc, pc + 16 * j, RH + 16 * j, zb + 16 * j, nb + 16 * j);
+            for (long j = 0; j < H; j += 4)
+                SFX(gru_nquad16)(H, wn + j * H, bias ? bias + 4 * j : 0, RH, nb + 16 * j,
+                                 zb + 16 * j, pc + 16 * j, px + 16 * j);
+            SFX(lanes_to_rows)(px, nbat, H, y + t * ystep + b0 * yrow, yrow);
+            float *tmp = pc; pc = px; px = tmp;
+        }
+        SFX(lanes_to_rows)(pc, nbat, H, hn + b0 * H, H);
+    }
+}
+
 static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
     long T = f[0], B = f[1], H = f[2], ystep = f[10], yrow = f[11];
     int lstm = op == I_LSTM, rev = (int)(f[14] & 1), lbr = (int)((f[14] >> 1) & 1);
@@ -306,6 +410,10 @@ static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
     float *y = OM_ADDR(bufs, f[9]), *hn = OM_ADDR(bufs, f[12]), *cn = OM_ADDR(bufs, f[13]), *S = OM_ADDR(bufs, f[15]);
     if (lstm && (f[14] & 4)) {  /* pre: x itself (T, B, I) */
         SFX(lstm_fused)(T, B, H, f[16], pre, w, bias, h0, c0, y, ystep, yrow, hn, cn, rev, S);
+        return;
+    }
+    if (!lstm && (f[14] & 4) && !lbr) {  /* pre: x itself (T, B, I) */
+        SFX(gru_fused_rf)(T, B, H, f[16], pre, w, bias, h0, y, ystep, yrow, hn, rev, S);
         return;
     }
     if (!lstm && (f[14] & 4)) {  /* pre: x itself (T, B, I) */
