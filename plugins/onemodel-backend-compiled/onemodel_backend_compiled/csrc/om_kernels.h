@@ -544,7 +544,12 @@ static void SFX(dw_rows)(long K, const long *koff, const float *xp, const float 
 /* an activation on n values in place, 8 lanes at a time (the scalar forms for the tail): the
  * convolution's epilogue past ReLU, on a channel's positions while they are in L1. p0, p1:
  * clip's bounds, hardsigmoid's alpha and beta, swish's beta */
+#include "om_sigrows.h"
 static void SFX(act_rows)(int act, float p0, float p1, float *x, long n) {
+    if (act == ACT_SWISH || act == ACT_SIGMOID) {  /* om_sigrows.h: the exp form */
+        SFX(sig_rows)(act == ACT_SWISH, p0, x, n);
+        return;
+    }
 #ifdef OM_LANES16
     long i = SFX(act_wide)(act, p0, x, n);  /* om_wide.h: a 16-lane prefix, the same bits */
 #else

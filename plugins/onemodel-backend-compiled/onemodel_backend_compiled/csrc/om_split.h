@@ -31,6 +31,7 @@ static void SFX(bmm_range)(const int64_t *f, float **bufs, long lo, long hi, flo
 /* I_VM, items [lo, hi) of rows x blocks (rows: the three outer loops flattened, blocks: VM_BLK
  * elements of the innermost): nin, shape[4], out, ostr[4], (addr, str[4]) * nin, ncode,
  * code*4, nconst, consts */
+#include "om_vm_scale.h"
 static void SFX(vm_range)(const int64_t *f, float **bufs, long lo, long hi) {
     float reg[VM_MAXREG * VM_BLK];
     long nin = f[0];
@@ -54,6 +55,11 @@ static void SFX(vm_range)(const int64_t *f, float **bufs, long lo, long hi) {
     for (long i = 0; i < nin; i++) { base[i] = OM_ADDR(bufs, ins[5 * i]); istr[i] = ins[5 * i + 4] * wide[i]; }
     long nblk = (shape[3] + VM_BLK - 1) / VM_BLK;
     if (nblk == 0) return;
+    int first, sc = (int)SFX(vm_scale_form)(code, ncode, nin, istr, ostr, &first);
+    if (sc >= 0) {  /* x * (one factor a row): om_vm_scale.h */
+        SFX(vm_scale_range)(shape, out, ostr, base, ins, sc, first, lo, hi, nblk);
+        return;
+    }
     for (long r = lo / nblk; r * nblk < hi; r++) {
         long i2 = r % shape[2], i1 = r / shape[2] % shape[1], i0 = r / shape[2] / shape[1];
         long b0 = r * nblk < lo ? lo - r * nblk : 0;
