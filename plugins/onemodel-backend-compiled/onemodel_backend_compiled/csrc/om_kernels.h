@@ -419,6 +419,7 @@ static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int
  * ([cog4][nq24]) and are then compacted into out, or 2x2-max-pooled into out (pool = 1). */
 #define CV_MR 4
 #define CV_NR 24
+#include "om_conv_batch.h"
 
 
 /* 2x2 stride-2 max pool of rows with stride ld (Hq x Wq results into o, rows of Wq); reads
@@ -787,6 +788,10 @@ static __attribute__((noinline)) void SFX(conv_direct_range)(const int64_t *f, f
             long ldo = out_inplace ? H * W : nqr;
             if (in_inplace)
                 ;
+            else if (!strided && pw == 0)  /* unpadded rows: a channel's rows are one run */
+                for (long ci = 0; ci < cig; ci++)
+                    SFX(pro_row)(&pro, g * cig + ci, xg + ci * H * W, xp + ci * plane + ph * Wp,
+                                 H * W);
             else if (!strided)
                 for (long ci = 0; ci < cig; ci++)
                     for (long h = 0; h < H; h++)
@@ -838,8 +843,8 @@ static __attribute__((noinline)) void SFX(conv_direct_range)(const int64_t *f, f
                         SFX(pool2_rows)(oc, Wp, Hq, Wq, o, nn + 1 < Nn || g * cog + co + 1 < Cout);
                     } else {
                         float *o = out + ((nn * Cout + g * cog + co) * Ho) * Wo;
-                        for (long i = 0; i < Ho; i++)
-                            memcpy(o + i * Wo, oc + i * Wp, Wo * sizeof(float));
+                        SFX(compact_rows)(oc, Wp, Ho, Wo, o,
+                                          nn + 1 < Nn || g * cog + co + 1 < Cout);
                     }
                 }
             }
