@@ -28,7 +28,7 @@ def fused_rnn(gates: int, batch: int, hidden: int, linear_before_reset: bool) ->
     """Whether a layer runs fused (csrc/om_rnn.h lstm_fused / gru_fused: the batch in 16 lanes,
     the input projection and the cell inside the step's tiles): an LSTM whose hidden size is a
     multiple of 4, a GRU with linear_before_reset and an even one, a GRU without it (ONNX's
-    default: gru_fused_rf) and one a multiple of 4, when at least 7/8 of the
+    default: gru_fused's two-pass form) and one a multiple of 4, when at least 7/8 of the
     groups' lanes hold a batch row. A group of 16 costs about what the projection GEMM and the
     6x16 recurrent GEMM cost at batch 13-14 (LSTM(64, 128), 32 steps: fused 1.37 ms for any
     batch up to 16; unfused 0.29 ms at batch 2, 1.05 at 8, 1.45 at 14, 1.8 at 16, 4.9 at 30,
@@ -114,7 +114,7 @@ def batch_first_dest(lw: Lowering, value: str) -> Loc | None:
 
 
 def _fused(lw: Lowering, key, values, arrays, x, gates: int, h: int, size: int, lbr: bool):
-    """A fused layer's operands (csrc/om_rnn.h lstm_fused / gru_fused / gru_fused_rf): x
+    """A fused layer's operands (csrc/om_rnn.h lstm_fused / gru_fused): x
     itself, the weights by unit and the biases by unit. LSTM: w[j][k][i, f, g, o] over k in
     [W_hh | W_ih], bias (H, 4) b_ih + b_hh. GRU with linear_before_reset: per pair of units,
     the H rows of W_hh then the I rows of W_ih, each (r, z, n of j, then of j + 1); without

@@ -16,17 +16,9 @@ from onemodel import Tensor
 from onemodel.core import adaptive
 from onemodel_backend_compiled import _native
 
+from conv_references import windows_reference
+
 RTOL, ATOL = 1e-4, 1e-4
-
-
-def windows(x, w, b, stride, pad, dil):
-    """Every output's window as a strided view of the zero-padded input, summed in float64."""
-    (sh, sw), (ph, pw), (dh, dw) = stride, pad, dil
-    kh, kw = w.shape[2:]
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-    win = np.lib.stride_tricks.sliding_window_view(
-        xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
-    return np.einsum("nchwuv,ocuv->nohw", win, w.astype(np.float64)) + b.reshape(1, -1, 1, 1)
 
 
 CASES = [
@@ -68,7 +60,7 @@ def test_direct_conv_copies_against_windows_and_numpy(case, isa):
     assert "conv2d_direct" in src and "pointwise" not in src, src
     for batch in range(1, 6):
         xb = x[:batch]
-        want = np.maximum(windows(xb, W, B, (stride, stride), pad2, (dil, dil)), 0)
+        want = np.maximum(windows_reference(xb, W, B, (stride, stride), pad2, (dil, dil)), 0)
         got = session.run({"input": xb})["output"].numpy()
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"b{batch}")
@@ -99,7 +91,7 @@ def test_prologue_on_unpadded_rows_with_nan_and_inf(k, pad, isa):
     pad2 = pad if isinstance(pad, tuple) else (pad, pad)
     z = (x - m.reshape(1, -1, 1, 1)) / np.sqrt(s.reshape(1, -1, 1, 1) + 1e-3)
     z = np.maximum(z * g.reshape(1, -1, 1, 1) + t.reshape(1, -1, 1, 1), 0)
-    want = windows(z, W, B, (1, 1), pad2, (1, 1))
+    want = windows_reference(z, W, B, (1, 1), pad2, (1, 1))
     np.testing.assert_allclose(session.run({"input": x})["output"].numpy(), want,
                                rtol=RTOL, atol=ATOL)
     x[0, 3, 2, 4], x[2, cin - 1, h - 1, w - 1] = np.nan, np.inf

@@ -346,8 +346,8 @@ def test_lstm_batch_in_lanes_bidirectional_layers_without_states(isa, bias):
 def test_gru_batch_in_lanes_matches_the_cell_equations(isa, batch, hidden, reverse, lbr):
     """A GRU whose batch fills 16 lanes runs fused: with linear_before_reset and an even
     hidden size (om_rnn.h gru_fused: pairs of units, W_hn h kept apart from W_in x), without
-    it (ONNX's default) and a hidden size a multiple of 4 (gru_fused_rf: r h first, then n
-    over it by four units). Groups of 14 and 16, 16 + 14, a last group of 6; hidden 9 (odd),
+    it (ONNX's default) and a hidden size a multiple of 4 (gru_fused's two-pass form: r h
+    first, then n over it by four units). Groups of 14 and 16, 16 + 14, a last group of 6; hidden 9 (odd),
     6 and 10 without the reset form's fours, and batch 17 keep the GEMM rows. Initial state,
     both directions, against the float64 cell equations."""
     from onemodel_backend_compiled.rnn_rules import fused_rnn

@@ -15,14 +15,14 @@
  *   h0, c0: initial states (B, H) or -1 (zeros); y: step t, batch row b at
  *   y + t * y_step + b * y_row; hn, cn: the final states (B, H) (cn: -1 for a GRU);
  *   flags: 1 reverse (steps from the last), 2 linear_before_reset (GRU), 4 fused (lstm_fused,
- *   H % 4 == 0; gru_fused, with 2, H even; gru_fused_rf, without 2, H % 4 == 0: pre is x
+ *   H % 4 == 0; gru_fused, with 2, H even; without 2, H % 4 == 0: pre is x
  *   itself (T, B, I), w is [W_hh | W_ih] by unit, bias the biases by unit or -1);
  *   scratch: B * (G + 2) * H floats; fused, 16 (3 H + 2 I) (LSTM), 16 (2 H + 2 I) (GRU with
  *   2) or 16 (5 H + 2 I) (GRU without)
  *   (rnn_scratch, the instruction table's formula);
  *   input (field 16): I, the input size. */
 static long SFX(rnn_scratch)(int64_t op, const int64_t *f) {
-    if (f[14] & 4)  /* lstm_fused, gru_fused, gru_fused_rf */
+    if (f[14] & 4)  /* lstm_fused, gru_fused */
         return 16 * ((op == I_LSTM ? 3 : f[14] & 2 ? 2 : 5) * f[2] + 2 * f[16]);
     return f[1] * ((op == I_LSTM ? 4 : 3) + 2) * f[2];
 }
@@ -275,29 +275,6 @@ static __attribute__((noinline)) void SFX(gru_pair16)(long H, long I, const floa
     }
 }
 
-static void SFX(gru_fused)(long T, long B, long H, long I, const float *x, const float *w,
-                           const float *bias, const float *h0, float *y, long ystep,
-                           long yrow, float *hn, int rev, float *S) {
-    long K = H + I;
-    float *pa = S, *pb = pa + 16 * K;
-    for (long b0 = 0; b0 < B; b0 += 16) {
-        long nb = B - b0 < 16 ? B - b0 : 16;
-        float *pc = pa, *px = pb;
-        if (h0) SFX(rows_to_lanes)(h0 + b0 * H, H, nb, H, pc);
-        else memset(pc, 0, 16 * H * sizeof(float));
-        for (long s = 0; s < T; s++) {
-            long t = rev ? T - 1 - s : s;
-            SFX(rows_to_lanes)(x + (t * B + b0) * I, I, nb, I, pc + 16 * H);
-            for (long j = 0; j < H; j += 2)
-                SFX(gru_pair16)(H, I, w + j * 3 * K, bias ? bias + 4 * j : 0, pc,
-                                pc + 16 * j, px + 16 * j);
-            SFX(lanes_to_rows)(px, nb, H, y + t * ystep + b0 * yrow, yrow);
-            float *tmp = pc; pc = px; px = tmp;
-        }
-        SFX(lanes_to_rows)(pc, nb, H, hn + b0 * H, H);
-    }
-}
-
 /* -- the fused GRU without linear_before_reset (flags 4; ONNX's default, H % 4 == 0) --------
  * r gates h before n's recurrent product, so a step has two passes over the units. First, per
  * pair of units, r and z from the h rows (W_hr, W_hz) and the x rows (W_ir, W_iz, W_in; 8 then
@@ -374,12 +351,14 @@ static __attribute__((noinline)) void SFX(gru_nquad16)(long H, const float *wq, 
     }
 }
 
-static void SFX(gru_fused_rf)(long T, long B, long H, long I, const float *x, const float *w,
-                              const float *bias, const float *h0, float *y, long ystep,
-                              long yrow, float *hn, int rev, float *S) {
+/* the fused GRU's steps, either form: lbr 1 (linear_before_reset: gru_pair16, one pass a step)
+ * or 0 (gru_rzx16 then gru_nquad16, two passes a step) */
+static void SFX(gru_fused)(long T, long B, long H, long I, const float *x, const float *w,
+                           const float *bias, const float *h0, float *y, long ystep,
+                           long yrow, float *hn, int rev, int lbr, float *S) {
     long K = H + I;
-    float *pa = S, *pb = pa + 16 * K, *RH = pb + 16 * K, *zb = RH + 16 * H, *nb = zb + 16 * H;
-    const float *wn = w + (H / 2) * (4 * H + 6 * I);  /* W_hn by four units */
+    float *pa = S, *pb = pa + 16 * K, *RH = pb + 16 * K;  /* RH, zb, nb: without lbr only */
+    const float *wn = w + (H / 2) * (4 * H + 6 * I);  /* without lbr: W_hn by four units */
     for (long b0 = 0; b0 < B; b0 += 16) {
         long nbat = B - b0 < 16 ? B - b0 : 16;
         float *pc = pa, *px = pb;
@@ -388,12 +367,19 @@ static void SFX(gru_fused_rf)(long T, long B, long H, long I, const float *x, co
         for (long s = 0; s < T; s++) {
             long t = rev ? T - 1 - s : s;
             SFX(rows_to_lanes)(x + (t * B + b0) * I, I, nbat, I, pc + 16 * H);
-            for (long j = 0; j < H; j += 2)
-                SFX(gru_rzx16)(H, I, w + (j / 2) * (4 * H + 6 * I), bias ? bias + 4 * j : 0,
-                               pc, pc + 16 * j, RH + 16 * j, zb + 16 * j, nb + 16 * j);
-            for (long j = 0; j < H; j += 4)
-                SFX(gru_nquad16)(H, wn + j * H, bias ? bias + 4 * j : 0, RH, nb + 16 * j,
-                                 zb + 16 * j, pc + 16 * j, px + 16 * j);
+            if (lbr) {
+                for (long j = 0; j < H; j += 2)
+                    SFX(gru_pair16)(H, I, w + j * 3 * K, bias ? bias + 4 * j : 0, pc,
+                                    pc + 16 * j, px + 16 * j);
+            } else {
+                float *zb = RH + 16 * H, *nb = zb + 16 * H;
+                for (long j = 0; j < H; j += 2)
+                    SFX(gru_rzx16)(H, I, w + (j / 2) * (4 * H + 6 * I), bias ? bias + 4 * j : 0,
+                                   pc, pc + 16 * j, RH + 16 * j, zb + 16 * j, nb + 16 * j);
+                for (long j = 0; j < H; j += 4)
+                    SFX(gru_nquad16)(H, wn + j * H, bias ? bias + 4 * j : 0, RH, nb + 16 * j,
+                                     zb + 16 * j, pc + 16 * j, px + 16 * j);
+            }
             SFX(lanes_to_rows)(px, nbat, H, y + t * ystep + b0 * yrow, yrow);
             float *tmp = pc; pc = px; px = tmp;
         }
@@ -412,12 +398,8 @@ static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
         SFX(lstm_fused)(T, B, H, f[16], pre, w, bias, h0, c0, y, ystep, yrow, hn, cn, rev, S);
         return;
     }
-    if (!lstm && (f[14] & 4) && !lbr) {  /* pre: x itself (T, B, I) */
-        SFX(gru_fused_rf)(T, B, H, f[16], pre, w, bias, h0, y, ystep, yrow, hn, rev, S);
-        return;
-    }
     if (!lstm && (f[14] & 4)) {  /* pre: x itself (T, B, I) */
-        SFX(gru_fused)(T, B, H, f[16], pre, w, bias, h0, y, ystep, yrow, hn, rev, S);
+        SFX(gru_fused)(T, B, H, f[16], pre, w, bias, h0, y, ystep, yrow, hn, rev, lbr, S);
         return;
     }
     float *q = S, *rh = S + B * GH, *qn = rh + B * H;

@@ -1,0 +1,16 @@
+"""The sliding-window formula of a convolution, in float64, shared by the plugin's tests of the
+convolution paths (test_conv_gemm.py, test_conv_compact.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def windows_reference(x, w, b, stride, pad, dil):
+    """Every output's window as a strided view of the padded input, summed in float64."""
+    (sh, sw), (ph, pw), (dh, dw) = stride, pad, dil
+    kh, kw = w.shape[2:]
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    win = np.lib.stride_tricks.sliding_window_view(
+        xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
+    y = np.einsum("nchwuv,ocuv->nohw", win, w.astype(np.float64))
+    return y if b is None else y + b.reshape(1, -1, 1, 1)
