@@ -57,46 +57,18 @@ static inline V16 SFX(vmin16)(V16 a, V16 b) { return SFX(sel16)(a < b, a, b); }
 static inline V16 SFX(vmax16)(V16 a, V16 b) { return SFX(sel16)(a > b, a, b); }
 static inline V16 SFX(relu16)(V16 v) { return SFX(vmax16)((V16){0}, v); }
 
+/* om_gelu, om_exp, om_tanh, om_sigmoid and om_gelu_tanh: om_math.h's vector forms, as the
+ * 8-lane ones; exp with its two-step scale on every lane (the 8-lane form's one-step shortcut
+ * gives the same bits where it applies: y * 2^h is exact there) */
 static inline V16 SFX(gelu16)(V16 x) {
-    V16 z = x * 0.70710678118654752f;
-    V16 c = SFX(vmax16)(SFX(bc16)(-4.0f), SFX(vmin16)(SFX(bc16)(4.0f), z));
-    return 0.5f * x * (1.0f + OM_ERF_RATIO(V16, c));
+    return OM_VGELU(V16, SFX(vmin16), SFX(vmax16), SFX(bc16), x);
 }
-
-/* om_exp with its two-step scale on every lane (the 8-lane form's one-step shortcut gives the
- * same bits where it applies: y * 2^h is exact there) */
 static inline V16 SFX(exp16)(V16 x) {
-    V16 xc = SFX(vmax16)(SFX(bc16)(-104.0f), SFX(vmin16)(SFX(bc16)(89.0f), x));
-    V16 fx = xc * 1.44269504088896341f;
-    V16 half = (V16)(((I16)fx & (I16)SFX(bc16)(-0.0f)) | (I16)SFX(bc16)(0.5f));
-    I16 n = __builtin_convertvector(fx + half, I16);
-    V16 nf = __builtin_convertvector(n, V16);
-    V16 r = xc - nf * 0.693359375f;
-    r = r - nf * -2.12194440e-4f;
-    V16 y = OM_EXP_POLY(V16, r);
-    I16 h = n / 2;
-    V16 p1 = (V16)((h + 127) << 23), p2 = (V16)((n - h + 127) << 23);
-    V16 res = y * p1 * p2;
-    return SFX(sel16)(x != x, x, res);
+    return OM_VEXP(V16, I16, SFX(sel16), SFX(vmin16), SFX(vmax16), SFX(bc16), OM_TWO_SCALES, x);
 }
-
-static inline V16 SFX(tanh16)(V16 x) {
-    V16 ax = SFX(sel16)(x < 0.0f, -x, x);
-    V16 z = x * x;
-    V16 small = OM_TANH_SMALL(x, z);
-    V16 e = SFX(exp16)(2.0f * ax);
-    V16 big = 1.0f - 2.0f / (e + 1.0f);
-    big = SFX(sel16)(x < 0.0f, -big, big);
-    V16 r = SFX(sel16)(ax < 0.625f, small, big);
-    return SFX(sel16)(x != x, x, r);
-}
-
-static inline V16 SFX(sigmoid16)(V16 x) { return 0.5f * SFX(tanh16)(0.5f * x) + 0.5f; }
-
-static inline V16 SFX(gelu_tanh16)(V16 x) {
-    V16 u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (1.0f + SFX(tanh16)(u));
-}
+static inline V16 SFX(tanh16)(V16 x) { return OM_VTANH(V16, SFX(sel16), SFX(exp16), x); }
+static inline V16 SFX(sigmoid16)(V16 x) { return OM_SIGMOID(SFX(tanh16), x); }
+static inline V16 SFX(gelu_tanh16)(V16 x) { return OM_GELU_TANH(V16, SFX(tanh16), x); }
 
 /* -- the packed GEMM ------------------------------------------------------------------------- */
 /* the epilogue on one row of a panel held in a register, stored into C[m, n0:n0+nr]: bias (per
@@ -117,24 +89,29 @@ static inline void SFX(epi16)(V16 v, long m, long n0, int nr, float *C, long ldc
     SFX(st16n)(C + m * ldc + n0, v, nr);
 }
 
-/* R rows of A (row pointers a[0..R), the first mr real) against P (1 or 2) adjacent panels
- * from bp (panel stride ps floats); nr0, nr1: the panels' columns in C */
+/* R rows of A (12, 8, 4 or 1; 6 or 4 for the convolution) against P (1 or 2) adjacent panels
+ * from bp (panel stride ps floats): row r's element k at ar[r][k * ks] (ks 1: rows of A; ks R:
+ * pack_patches's ap[k][R]), the first mr rows real; nr0, nr1: the panels' columns in C */
 static inline __attribute__((always_inline)) void SFX(wtile)(
-        const int R, const int P, long K, const float *const *a, const float *bp, long ps,
-        int mr, int nr0, int nr1, long m0, long n0, float *C, long ldc, const SFX(Epi) *e) {
+        const int R, const int P, const int ks, long K, const float *const *ar, const float *bp,
+        long ps, int mr, int nr0, int nr1, long m0, long n0, float *C, long ldc,
+        const SFX(Epi) *e) {
     V16 c0[12], c1[12];
-    for (int r = 0; r < R; r++) { c0[r] = (V16){0}; c1[r] = (V16){0}; }
+    OM_UNROLL for (int r = 0; r < R; r++) { c0[r] = (V16){0}; c1[r] = (V16){0}; }
     for (long k = 0; k < K; k++) {
         V16 b0 = SFX(ld16)(bp + 16 * k), b1 = P > 1 ? SFX(ld16)(bp + ps + 16 * k) : b0;
-        for (int r = 0; r < R; r++) {
-            V16 av = SFX(bc16)(a[r][k]);
+        OM_UNROLL for (int r = 0; r < R; r++) {
+            V16 av = SFX(bc16)(ar[r][k * ks]);
             c0[r] += av * b0;
             if (P > 1) c1[r] += av * b1;
         }
     }
+    /* the loop over mr reads them by a run-time index: from a copy (as ukr's) */
+    V16 d0[12], d1[12];
+    OM_UNROLL for (int r = 0; r < R; r++) { d0[r] = c0[r]; d1[r] = c1[r]; }
     for (int r = 0; r < mr; r++) {
-        SFX(epi16)(c0[r], m0 + r, n0, nr0, C, ldc, e);
-        if (P > 1) SFX(epi16)(c1[r], m0 + r, n0 + 16, nr1, C, ldc, e);
+        SFX(epi16)(d0[r], m0 + r, n0, nr0, C, ldc, e);
+        if (P > 1) SFX(epi16)(d1[r], m0 + r, n0 + 16, nr1, C, ldc, e);
     }
 }
 
@@ -143,7 +120,7 @@ static inline __attribute__((always_inline)) void SFX(wtile)(
     static void SFX(wtile##R##x##P)(long K, const float *const *a, const float *bp, long ps, \
                                     int mr, int nr0, int nr1, long m0, long n0, float *C, \
                                     long ldc, const SFX(Epi) *e) { \
-        SFX(wtile)(R, P, K, a, bp, ps, mr, nr0, nr1, m0, n0, C, ldc, e); \
+        SFX(wtile)(R, P, 1, K, a, bp, ps, mr, nr0, nr1, m0, n0, C, ldc, e); \
     }
 OM_WTILE(12, 2) OM_WTILE(8, 2) OM_WTILE(4, 2) OM_WTILE(1, 2)
 OM_WTILE(12, 1) OM_WTILE(8, 1) OM_WTILE(4, 1) OM_WTILE(1, 1)
@@ -230,31 +207,14 @@ static void SFX(gemm)(long M, long K, long N, const float *A, long lda, const fl
 
 /* -- the implicit-GEMM convolution (om_conv_gemm.h) ----------------------------------------- */
 /* R (6 or 4) rows of A packed as ap[k][R] (pack_patches) against P (1 or 2) adjacent panels:
- * ukrp's sums and epilogue, two panels a tile (12 accumulators) */
-static inline __attribute__((always_inline)) void SFX(wukrp)(
-        const int R, const int P, long K, const float *ap, const float *bp, long ps, int mr,
-        int nr0, int nr1, long m0, long n0, float *C, long ldc, const SFX(Epi) *e) {
-    V16 c0[6], c1[6];
-    for (int r = 0; r < R; r++) { c0[r] = (V16){0}; c1[r] = (V16){0}; }
-    for (long k = 0; k < K; k++) {
-        V16 b0 = SFX(ld16)(bp + 16 * k), b1 = P > 1 ? SFX(ld16)(bp + ps + 16 * k) : b0;
-        for (int r = 0; r < R; r++) {
-            V16 av = SFX(bc16)(ap[k * R + r]);
-            c0[r] += av * b0;
-            if (P > 1) c1[r] += av * b1;
-        }
-    }
-    for (int r = 0; r < mr; r++) {
-        SFX(epi16)(c0[r], m0 + r, n0, nr0, C, ldc, e);
-        if (P > 1) SFX(epi16)(c1[r], m0 + r, n0 + 16, nr1, C, ldc, e);
-    }
-}
-
+ * ukrp's sums and epilogue on wtile, two panels a tile (12 accumulators) */
 #define OM_WUKRP(R, P) \
     static void SFX(wukrp##R##x##P)(long K, const float *ap, const float *bp, long ps, int mr, \
                                     int nr0, int nr1, long m0, long n0, float *C, long ldc, \
                                     const SFX(Epi) *e) { \
-        SFX(wukrp)(R, P, K, ap, bp, ps, mr, nr0, nr1, m0, n0, C, ldc, e); \
+        const float *ar[R]; \
+        OM_UNROLL for (int r = 0; r < R; r++) ar[r] = ap + r; \
+        SFX(wtile)(R, P, R, K, ar, bp, ps, mr, nr0, nr1, m0, n0, C, ldc, e); \
     }
 OM_WUKRP(6, 2) OM_WUKRP(4, 2) OM_WUKRP(6, 1) OM_WUKRP(4, 1)
 #undef OM_WUKRP
