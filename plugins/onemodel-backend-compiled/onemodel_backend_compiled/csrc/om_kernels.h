@@ -4,7 +4,8 @@
  * executor that runs through it is compiled once (om_exec.h). Everything is float32; nothing
  * here allocates or can fail except on a bad instruction (its kind's run returns 0). The copies
  * built with OM_LANES16 (avx512, and avx2-w16 for the tests) take om_wide.h's 16-lane GEMM,
- * convolution tiles, softmax, layer norm and transcendentals where marked below. */
+ * convolution tiles, softmax, layer norm, 2x2 max pool and transcendentals where marked
+ * below. */
 #include "om_program.h"
 #include "om_kind.h"
 
@@ -325,16 +326,31 @@ static inline V8 SFX(gelu_tanh8)(V8 x) { return OM_GELU_TANH(V8, SFX(tanh8), x);
 
 #ifdef OM_LANES16
 #define OM_WIDE_LATE 1
-#include "om_wide.h"  /* the 16-lane softmax_row */
+#include "om_wide.h"  /* the 16-lane prefixes of softmax_row and div_row */
 #undef OM_WIDE_LATE
+#define OM_WIDE_PREFIX(call) (call)
 #else
+#define OM_WIDE_PREFIX(call) 0  /* no 16-lane prefix: the 8-lane loops do it all */
+#endif
+
+/* y[i] = y[i] / s over n values: softmax's normalising pass, attention's output rows */
+static void SFX(div_row)(float *y, long n, float s) {
+    long i = OM_WIDE_PREFIX(SFX(div_wide)(y, n, s));
+    V8 sv = SFX(bc)(s);
+    for (; i + 8 <= n; i += 8) SFX(st8)(y + i, SFX(ld8)(y + i) / sv);
+    for (; i < n; i++) y[i] = y[i] / s;
+}
+
 /* y = softmax(scale * x) over n values (y may be x); NaN anywhere gives NaN everywhere, as the
  * numpy kernel's max does. The sum is in SFX(sum)'s order. With normalize 0, y holds the
- * exponentials and the sum is returned (attention divides its output rows instead). */
+ * exponentials and the sum is returned (attention divides its output rows instead). The
+ * 16-lane copies run the max, the exponentials and the division 16 at a time first (the sum
+ * keeps the 8 partial sums, so the bits are the 8-lane form's) */
 static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int normalize) {
     long n8 = n / 8 * 8, i;
     V8 mv = SFX(bc)(x[0] * scale);
-    for (i = 0; i < n8; i += 8) mv = SFX(max8)(mv, SFX(ld8)(x + i) * scale);
+    i = OM_WIDE_PREFIX(SFX(max_wide)(x, n, scale, &mv));
+    for (; i < n8; i += 8) mv = SFX(max8)(mv, SFX(ld8)(x + i) * scale);
     /* the 8 lanes' max by halving (max8 keeps NaN), not a scalar chain */
     mv = SFX(max8)(mv, OM_SHUF8(mv, 4, 5, 6, 7, 0, 1, 2, 3));
     mv = SFX(max8)(mv, OM_SHUF8(mv, 2, 3, 0, 1, 6, 7, 4, 5));
@@ -342,20 +358,17 @@ static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int
     float m = mv[0];
     for (; i < n; i++) m = om_max(m, x[i] * scale);
     V8 acc = {0};
-    for (i = 0; i < n8; i += 8) {
+    i = OM_WIDE_PREFIX(SFX(exp_wide)(x, y, n, scale, m, &acc));
+    for (; i < n8; i += 8) {
         V8 e = SFX(exp8)(SFX(ld8)(x + i) * scale - m);
         acc += e;
         SFX(st8)(y + i, e);
     }
     float s = SFX(hsum8)(acc);
     for (; i < n; i++) { y[i] = om_exp(x[i] * scale - m); s += y[i]; }
-    if (!normalize) return s;
-    V8 sv = SFX(bc)(s);
-    for (i = 0; i < n8; i += 8) SFX(st8)(y + i, SFX(ld8)(y + i) / sv);
-    for (; i < n; i++) y[i] = y[i] / s;
+    if (normalize) SFX(div_row)(y, n, s);
     return s;
 }
-#endif
 #undef I8
 
 #include "om_prologue.h"

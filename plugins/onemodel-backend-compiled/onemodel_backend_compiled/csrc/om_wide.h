@@ -2,10 +2,13 @@
  * the same source built for AVX2+FMA so that these tiles, tails and epilogues are tested on a
  * machine without AVX-512): the packed GEMM (gemm, gemm_part, gemv), the implicit-GEMM
  * convolution's tiles, the direct convolution's tiles (two at a time), the depthwise rows, the
- * softmax's exponentials, layer norm's normalising pass, and the transcendental ops of the
- * pointwise VM and of the convolution epilogue. Included by om_kernels.h twice: in place of
- * the 8-lane GEMM, and with OM_WIDE_LATE in place of softmax_row (after the 8-lane vector math
- * it uses); the rest of those copies is the 8-lane code.
+ * softmax's max, exponentials and divisions (div_row: attention's output rows too), layer
+ * norm's normalising pass, the 2x2 max pool, and the transcendental ops of the pointwise VM
+ * and of the convolution epilogue. Their formulas are om_math.h's vector macros, the same
+ * source as the 8-lane forms. Included by om_kernels.h twice: in place of the 8-lane GEMM, and
+ * with OM_WIDE_LATE for the 16-lane prefixes (after the 8-lane vector math they finish with)
+ * that the 8-lane loops call through OM_WIDE_PREFIX; the rest of those copies is the 8-lane
+ * code.
  *
  * GCC/clang vector extensions only (64-byte vectors: one zmm register with AVX-512, two ymm
  * on AVX2), min and max by compare and select: no intrinsic that exists for one ISA only.
@@ -283,44 +286,82 @@ static void SFX(dw_rows)(long K, const long *koff, const float *xp, const float 
 #undef I16
 #undef V16
 
-#else  /* OM_WIDE_LATE: after the 8-lane vector math (max8, exp8, hsum8) */
+#else  /* OM_WIDE_LATE: after the 8-lane vector math (max8, exp8) */
 #define V16 SFX(v16)
 
-/* softmax_row of om_kernels.h with its exponentials and divisions on 16 lanes: the same bits
- * (the max and the sum keep the 8-lane form's 8 partial results, each fed in order: the
- * low then the high half of each 16) */
-static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int normalize) {
-    long n8 = n / 8 * 8, n16 = n / 16 * 16, i;
-    SFX(v8) mv = SFX(bc)(x[0] * scale);
-    for (i = 0; i < n8; i += 8) mv = SFX(max8)(mv, SFX(ld8)(x + i) * scale);
-    mv = SFX(max8)(mv, OM_SHUF8(mv, 4, 5, 6, 7, 0, 1, 2, 3));
-    mv = SFX(max8)(mv, OM_SHUF8(mv, 2, 3, 0, 1, 6, 7, 4, 5));
-    mv = SFX(max8)(mv, OM_SHUF8(mv, 1, 0, 3, 2, 5, 4, 7, 6));
-    float m = mv[0];
-    for (; i < n; i++) m = om_max(m, x[i] * scale);
-    SFX(v8) acc = {0};
-    for (i = 0; i < n16; i += 16) {
+/* om_max on 16 lanes (NaN in either operand gives NaN), as max8 */
+static inline V16 SFX(max16)(V16 a, V16 b) { return SFX(sel16)(a != a, a, SFX(vmax16)(a, b)); }
+
+/* the halves of a 16-lane vector, low then high */
+static inline void SFX(halves16)(V16 v, SFX(v8) *lo, SFX(v8) *hi) {
+    memcpy(lo, &v, 32);
+    memcpy(hi, (const char *)&v + 32, 32);
+}
+
+/* softmax_row's 16-lane prefixes (om_kernels.h), each over the whole 16s of the row: how many
+ * values were done. The max of scale * x into the 8 partial maxima mv (a max does not depend
+ * on the order: the same value); the exponentials of scale * x - m into y, summed into the 8
+ * partial sums acc in the 8-lane form's order (each 16's low half, then its high half) */
+static long SFX(max_wide)(const float *x, long n, float scale, SFX(v8) *mv) {
+    long i = 0;
+    V16 m = SFX(bc16)(x[0] * scale);
+    for (; i + 16 <= n; i += 16) m = SFX(max16)(m, SFX(ld16)(x + i) * scale);
+    SFX(v8) lo, hi;
+    SFX(halves16)(m, &lo, &hi);
+    *mv = SFX(max8)(*mv, SFX(max8)(lo, hi));
+    return i;
+}
+
+static long SFX(exp_wide)(const float *x, float *y, long n, float scale, float m,
+                          SFX(v8) *acc) {
+    long i = 0;
+    for (; i + 16 <= n; i += 16) {
         V16 e = SFX(exp16)(SFX(ld16)(x + i) * scale - m);
         SFX(v8) lo, hi;
-        memcpy(&lo, &e, 32); memcpy(&hi, (const char *)&e + 32, 32);
-        acc += lo;
-        acc += hi;
+        SFX(halves16)(e, &lo, &hi);
+        *acc += lo;
+        *acc += hi;
         SFX(st16)(y + i, e);
     }
-    for (; i < n8; i += 8) {
-        SFX(v8) e = SFX(exp8)(SFX(ld8)(x + i) * scale - m);
-        acc += e;
-        SFX(st8)(y + i, e);
-    }
-    float s = SFX(hsum8)(acc);
-    for (; i < n; i++) { y[i] = om_exp(x[i] * scale - m); s += y[i]; }
-    if (!normalize) return s;
-    V16 sv = SFX(bc16)(s);
-    for (i = 0; i < n16; i += 16) SFX(st16)(y + i, SFX(ld16)(y + i) / sv);
-    for (; i < n8; i += 8) SFX(st8)(y + i, SFX(ld8)(y + i) / SFX(bc)(s));
-    for (; i < n; i++) y[i] = y[i] / s;
-    return s;
+    return i;
 }
+
+/* div_row's: y / s over the whole 16s (a division per value: the same bits at any width) */
+static long SFX(div_wide)(float *y, long n, float s) {
+    long i = 0;
+    V16 sv = SFX(bc16)(s);
+    for (; i + 16 <= n; i += 16) SFX(st16)(y + i, SFX(ld16)(y + i) / sv);
+    return i;
+}
+
+/* even and odd lanes of the 32 floats a, b (a's first) */
+#ifdef __clang__
+#define OM_EVEN16(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, \
+                                                22, 24, 26, 28, 30)
+#define OM_ODD16(a, b) __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, \
+                                               23, 25, 27, 29, 31)
+#else
+#define OM_EVEN16(a, b) __builtin_shuffle(a, b, (SFX(i16)){0, 2, 4, 6, 8, 10, 12, 14, 16, 18, \
+                                                           20, 22, 24, 26, 28, 30})
+#define OM_ODD16(a, b) __builtin_shuffle(a, b, (SFX(i16)){1, 3, 5, 7, 9, 11, 13, 15, 17, 19, \
+                                                          21, 23, 25, 27, 29, 31})
+#endif
+
+/* maxpool2s2's (om_pool3.h) 16 outputs at a time, the same grouping of the four maxima: how
+ * many of the row's Wo outputs were done */
+static long SFX(pool2_wide)(const float *r0, const float *r1, float *o, long Wo) {
+    long j = 0;
+    for (; j + 16 <= Wo; j += 16) {
+        V16 a0 = SFX(ld16)(r0 + 2 * j), a1 = SFX(ld16)(r0 + 2 * j + 16);
+        V16 b0 = SFX(ld16)(r1 + 2 * j), b1 = SFX(ld16)(r1 + 2 * j + 16);
+        V16 top = SFX(max16)(OM_EVEN16(a0, a1), OM_ODD16(a0, a1));
+        V16 bot = SFX(max16)(OM_EVEN16(b0, b1), OM_ODD16(b0, b1));
+        SFX(st16)(o + j, SFX(max16)(top, bot));
+    }
+    return j;
+}
+#undef OM_EVEN16
+#undef OM_ODD16
 
 /* the 16-lane prefix of the VM's transcendental unary ops (rd = f(ra) over n values) and of
  * the convolution epilogue's (act_rows, in place): how many values were done, a multiple of 16
