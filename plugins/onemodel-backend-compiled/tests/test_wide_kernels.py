@@ -8,8 +8,8 @@ over two threads against the whole. The convolutions: the implicit GEMM (6 and 4
 against two panels, an odd last panel, several row blocks), the depthwise rows (96, 16 and 8
 positions at a time), the direct tiles two at a time, the 1x1 convolution as one GEMM and its
 GEMV, bit for bit against `avx2` and within tolerance of the numpy backend; the path each case
-takes is asserted. Softmax rows, attention and the pointwise VM's transcendental ops, bit for
-bit against `avx2`."""
+takes is asserted. Softmax rows, attention (every value width), layer norm, the max pools (every
+output width) and the pointwise VM's transcendental ops, bit for bit against `avx2`."""
 from __future__ import annotations
 
 import math
@@ -433,3 +433,58 @@ def test_wide_layer_norm_rows_bit_identical_to_avx2(wide, affine):
         if affine == "both":
             want = want + args[1].numpy()
         np.testing.assert_allclose(out[wide][[0, 2, 4]], want, rtol=1e-4, atol=1e-5)
+
+
+# -- the max pools --------------------------------------------------------------------------
+POOLS = {"2x2": lambda t: om.ops.max_pool2d(t, 2),
+         "3x3 s2 p1": lambda t: om.ops.max_pool2d(t, 3, stride=2, padding=1)}
+
+
+@needs_avx2
+@pytest.mark.parametrize("wide", _copies_here())
+@pytest.mark.parametrize("pool", sorted(POOLS))
+def test_wide_max_pools_bit_identical_to_avx2_and_numpy(wide, pool):
+    """Rows of every output width 1..70 (the 2x2 pool's 16 outputs at a time, its 8 with the
+    last group overlapping, the scalar rows below 8 outputs; an odd input width leaves a column
+    out), NaN and +-inf: avx2's bits, and the numpy backend's (a max is exact)."""
+    rng = np.random.default_rng(len(pool))
+    for wo in range(1, 71):
+        w, h = 2 * wo + wo % 2, 2 + wo % 5
+        x = (rng.standard_normal((2, 3, h, w)) * 5).astype(np.float32)
+        x[0, 1, 0, w // 2], x[1, 0, h - 1, w - 1], x[1, 2, 0, 0] = np.nan, np.inf, -np.inf
+        x[0, 2] = -np.inf
+        traced = om.trace(POOLS[pool], Tensor.from_numpy(np.zeros((97, 3, h, w), np.float32)),
+                          "batch", None, None, None)
+        session = om.Session(traced, backend="compiled")
+        assert "max_pool2d  max_pool2d" in session.plan_source({"input": x})  # native
+        out = _on_copies(session, {"input": x}, (wide, "avx2"))
+        np.testing.assert_array_equal(out[wide], out["avx2"], err_msg=f"w={w}")
+        ref = om.Session(traced, backend="numpy").run({"input": x})["output"].numpy()
+        np.testing.assert_array_equal(out[wide], ref, err_msg=f"w={w}")
+        np.testing.assert_array_equal(out["avx2"], ref, err_msg=f"w={w}")
+
+
+@needs_avx2
+@pytest.mark.parametrize("wide", _copies_here())
+def test_wide_attention_rows_of_every_width_bit_identical_to_avx2(wide):
+    """Attention's output rows divided by their sums 16 at a time, then 8, then one by one:
+    every dv 1..40 and sk across the 16-lane softmax's tails."""
+    rng = np.random.default_rng(40)
+    axes = ("batch", None, None)
+    for dv in range(1, 41):
+        sk = 1 + (dv * 7) % 37
+        shapes = [(5, 8), (sk, 8), (sk, dv)]
+        ex = [Tensor.from_numpy(np.zeros((97,) + s, np.float32)) for s in shapes]
+        traced = om.trace(lambda q, k, v: om.ops.scaled_dot_product_attention(q, k, v),
+                          {"q": (ex[0], *axes), "k": (ex[1], *axes), "v": (ex[2], *axes)})
+        session = om.Session(traced, backend="compiled")
+        feeds = {n: rng.standard_normal((2,) + s).astype(np.float32) * 3
+                 for n, s in zip("qkv", shapes)}
+        assert "attention" in session.plan_source(feeds)
+        out = _on_copies(session, feeds, (wide, "avx2"))
+        np.testing.assert_array_equal(out[wide], out["avx2"], err_msg=f"dv={dv} sk={sk}")
+        q, k, v = (feeds[n].astype(np.float64) for n in "qkv")
+        s = q @ np.swapaxes(k, -1, -2) / np.sqrt(8)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        np.testing.assert_allclose(out[wide], (p / p.sum(-1, keepdims=True)) @ v, rtol=1e-4,
+                                   atol=1e-4)

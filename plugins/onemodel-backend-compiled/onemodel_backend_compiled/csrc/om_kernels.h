@@ -4,7 +4,8 @@
  * executor that runs through it is compiled once (om_exec.h). Everything is float32; nothing
  * here allocates or can fail except on a bad instruction (its kind's run returns 0). The copies
  * built with OM_LANES16 (avx512, and avx2-w16 for the tests) take om_wide.h's 16-lane GEMM,
- * convolution tiles, softmax, layer norm and transcendentals where marked below. */
+ * convolution tiles, softmax, layer norm, 2x2 max pool and transcendentals where marked
+ * below. */
 #include "om_program.h"
 #include "om_kind.h"
 
@@ -56,12 +57,8 @@ static inline V8 SFX(vmax)(V8 a, V8 b) { return SFX(vsel)(a > b, a, b); }
 /* om_relu on 8 lanes: 0 > v ? 0 : v keeps NaN and -0.0 */
 static inline V8 SFX(relu8)(V8 v) { return SFX(vmax)((V8){0}, v); }
 
-/* om_erf and om_gelu of om_math.h on 8 lanes (the same operations in the same order) */
-static inline V8 SFX(gelu8)(V8 x) {
-    V8 z = x * 0.70710678118654752f;
-    V8 c = SFX(vmax)(SFX(bc)(-4.0f), SFX(vmin)(SFX(bc)(4.0f), z));  /* NaN stays NaN */
-    return 0.5f * x * (1.0f + OM_ERF_RATIO(V8, c));
-}
+/* om_erf and om_gelu of om_math.h on 8 lanes (om_math.h's vector form) */
+static inline V8 SFX(gelu8)(V8 x) { return OM_VGELU(V8, SFX(vmin), SFX(vmax), SFX(bc), x); }
 
 /* sum of n floats with 8 partial sums (a fixed order, unlike -ffast-math) */
 static inline float SFX(hsum8)(V8 acc) {  /* the 8 lanes by halving: 3 adds deep, not 8 */
@@ -147,60 +144,45 @@ static inline void SFX(store16)(V8 v0, V8 v1, long m, long n0, float *C, long ld
     SFX(st8)(c, v0); SFX(st8)(c + 8, v1);
 }
 
-/* a 6x16 tile of C: the register accumulators get the epilogue in place and are stored
- * straight into C when the tile has 16 columns and the epilogue is bias per column, residual and
- * ReLU, GELU or none (the common cases); any other tile goes through store_tile */
-static void SFX(ukr6x16)(long K, const float *a0, const float *a1, const float *a2,
-                         const float *a3, const float *a4, const float *a5, const float *bp,
-                         int mr, int nr, long m0, long n0, float *C, long ldc,
-                         const SFX(Epi) *e) {
-    V8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
-    V8 c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
+/* an R x 16 tile of C (R = 6, or 4 for the last rows when at most 4 remain: M = 64 is ten
+ * 6-row tiles and one of 4), rows a[0..R) of A, the first mr real: the register accumulators
+ * get the epilogue in place and are stored straight into C when the tile has 16 columns and
+ * the epilogue is fast_epi's; any other tile goes through store_tile */
+static inline __attribute__((always_inline)) void SFX(ukr)(
+        const int R, long K, const float *const *a, const float *bp, int mr, int nr, long m0,
+        long n0, float *C, long ldc, const SFX(Epi) *e) {
+    V8 c0[6], c1[6];
+    OM_UNROLL for (int r = 0; r < R; r++) { c0[r] = (V8){0}; c1[r] = (V8){0}; }
     for (long k = 0; k < K; k++) {
         V8 b0 = SFX(ld8)(bp), b1 = SFX(ld8)(bp + 8);
         bp += 16;
-        V8 a;
-        a = SFX(bc)(a0[k]); c00 += a * b0; c01 += a * b1;
-        a = SFX(bc)(a1[k]); c10 += a * b0; c11 += a * b1;
-        a = SFX(bc)(a2[k]); c20 += a * b0; c21 += a * b1;
-        a = SFX(bc)(a3[k]); c30 += a * b0; c31 += a * b1;
-        a = SFX(bc)(a4[k]); c40 += a * b0; c41 += a * b1;
-        a = SFX(bc)(a5[k]); c50 += a * b0; c51 += a * b1;
+        OM_UNROLL for (int r = 0; r < R; r++) {
+            V8 av = SFX(bc)(a[r][k]);
+            c0[r] += av * b0; c1[r] += av * b1;
+        }
     }
-    V8 acc[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
+    /* the epilogue's loop over mr reads them by a run-time index: from a copy, so that the
+     * accumulators stay registers (not a stack array zeroed at every tile) */
+    V8 acc[12];
+    OM_UNROLL for (int r = 0; r < R; r++) { acc[2 * r] = c0[r]; acc[2 * r + 1] = c1[r]; }
     if (SFX(fast_epi)(nr, e)) {
         for (int r = 0; r < mr; r++)
             SFX(store16)(acc[2 * r], acc[2 * r + 1], m0 + r, n0, C, ldc, e);
         return;
     }
     float tile[96];
-    for (int q = 0; q < 12; q++) SFX(st8)(tile + 8 * q, acc[q]);
+    for (int q = 0; q < 2 * R; q++) SFX(st8)(tile + 8 * q, acc[q]);
     SFX(store_tile)(tile, mr, nr, m0, n0, C, ldc, e);
 }
 
-/* the last rows of A when at most 4 remain (M = 64 is ten 6-row tiles and one of 4) */
-static void SFX(ukr4x16)(long K, const float *a0, const float *a1, const float *a2,
-                         const float *a3, const float *bp, int mr, int nr, long m0, long n0,
-                         float *C, long ldc, const SFX(Epi) *e) {
-    V8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
-    for (long k = 0; k < K; k++) {
-        V8 b0 = SFX(ld8)(bp), b1 = SFX(ld8)(bp + 8);
-        bp += 16;
-        V8 a;
-        a = SFX(bc)(a0[k]); c00 += a * b0; c01 += a * b1;
-        a = SFX(bc)(a1[k]); c10 += a * b0; c11 += a * b1;
-        a = SFX(bc)(a2[k]); c20 += a * b0; c21 += a * b1;
-        a = SFX(bc)(a3[k]); c30 += a * b0; c31 += a * b1;
-    }
-    V8 acc[8] = {c00, c01, c10, c11, c20, c21, c30, c31};
-    if (SFX(fast_epi)(nr, e)) {
-        for (int r = 0; r < mr; r++)
-            SFX(store16)(acc[2 * r], acc[2 * r + 1], m0 + r, n0, C, ldc, e);
-        return;
-    }
-    float tile[96];
-    for (int q = 0; q < 8; q++) SFX(st8)(tile + 8 * q, acc[q]);
-    SFX(store_tile)(tile, mr, nr, m0, n0, C, ldc, e);
+/* one function per tile shape (the register allocation of each is its own) */
+static void SFX(ukr6x16)(long K, const float *const *a, const float *bp, int mr, int nr,
+                         long m0, long n0, float *C, long ldc, const SFX(Epi) *e) {
+    SFX(ukr)(6, K, a, bp, mr, nr, m0, n0, C, ldc, e);
+}
+static void SFX(ukr4x16)(long K, const float *const *a, const float *bp, int mr, int nr,
+                         long m0, long n0, float *C, long ldc, const SFX(Epi) *e) {
+    SFX(ukr)(4, K, a, bp, mr, nr, m0, n0, C, ldc, e);
 }
 
 #undef OM_GEMM_MR
@@ -274,11 +256,8 @@ static void SFX(gemm_part)(long m_lo, long m_hi, long j_lo, long j_hi, long K, l
                 int mr = (int)(m1b - m0 < 6 ? m1b - m0 : 6);
                 const float *r[6];
                 for (int q = 0; q < 6; q++) r[q] = A + (m0 + (q < mr ? q : 0)) * lda;
-                if (mr <= 4)
-                    SFX(ukr4x16)(K, r[0], r[1], r[2], r[3], b, mr, nr, m0, n0, C, ldc, e);
-                else
-                    SFX(ukr6x16)(K, r[0], r[1], r[2], r[3], r[4], r[5], b, mr, nr, m0, n0, C,
-                                 ldc, e);
+                if (mr <= 4) SFX(ukr4x16)(K, r, b, mr, nr, m0, n0, C, ldc, e);
+                else SFX(ukr6x16)(K, r, b, mr, nr, m0, n0, C, ldc, e);
             }
         }
     }
@@ -325,63 +304,53 @@ typedef int32_t SFX(i8v) __attribute__((vector_size(32)));
 #define I8 SFX(i8v)
 static inline V8 SFX(sel)(I8 m, V8 a, V8 b) { return (V8)((m & (I8)a) | (~m & (I8)b)); }
 
-static inline V8 SFX(exp8)(V8 x) {
-    V8 xc = SFX(vmax)(SFX(bc)(-104.0f), SFX(vmin)(SFX(bc)(89.0f), x));  /* NaN: fixed below */
-    V8 fx = xc * 1.44269504088896341f;
-    /* +-0.5 with fx's sign (-0.0 gets -0.5: trunc(-0.5) = trunc(0.5) = 0, as om_exp) */
-    V8 half = (V8)(((I8)fx & (I8)SFX(bc)(-0.0f)) | (I8)SFX(bc)(0.5f));
-    I8 n = __builtin_convertvector(fx + half, I8);
-    V8 nf = __builtin_convertvector(n, V8);
-    V8 r = xc - nf * 0.693359375f;
-    r = r - nf * -2.12194440e-4f;
-    V8 y = OM_EXP_POLY(V8, r);
 #ifdef OM_VEC_MINMAX
-    /* every lane's 2^n a normal float (x above -87.3, softmax's usual case): one scale, the
-     * same result as the two below (y * 2^h is exact there, so both round y * 2^n once) */
-    if (!__builtin_ia32_movmskps256((V8)((n < -126) | (n > 127)))) {
-        V8 p = (V8)((n + 127) << 23);
-        return SFX(sel)(x != x, x, y * p);
-    }
+/* every lane's 2^n a normal float (x above -87.3, softmax's usual case): exp8 scales once */
+static inline int SFX(one_scale8)(I8 n) {
+    return !__builtin_ia32_movmskps256((V8)((n < -126) | (n > 127)));
+}
+#define OM_ONE_SCALE8(n) SFX(one_scale8)(n)
+#else
+#define OM_ONE_SCALE8 OM_TWO_SCALES
 #endif
-    I8 h = n / 2;
-    V8 p1 = (V8)((h + 127) << 23), p2 = (V8)((n - h + 127) << 23);
-    V8 res = y * p1 * p2;
-    return SFX(sel)(x != x, x, res);
-}
 
-/* om_tanh and om_sigmoid on 8 lanes (the same formulas; selects instead of branches) */
-static inline V8 SFX(tanh8)(V8 x) {
-    V8 ax = SFX(sel)(x < 0.0f, -x, x);
-    V8 z = x * x;
-    V8 small = OM_TANH_SMALL(x, z);
-    V8 e = SFX(exp8)(2.0f * ax);
-    V8 big = 1.0f - 2.0f / (e + 1.0f);
-    big = SFX(sel)(x < 0.0f, -big, big);
-    V8 r = SFX(sel)(ax < 0.625f, small, big);
-    return SFX(sel)(x != x, x, r);
+/* om_exp, om_tanh, om_sigmoid and om_gelu_tanh on 8 lanes (om_math.h's vector forms: selects
+ * instead of branches; the scalar loop calls tanh through exp and does not vectorise) */
+static inline V8 SFX(exp8)(V8 x) {
+    return OM_VEXP(V8, I8, SFX(sel), SFX(vmin), SFX(vmax), SFX(bc), OM_ONE_SCALE8, x);
 }
-
-static inline V8 SFX(sigmoid8)(V8 x) { return 0.5f * SFX(tanh8)(0.5f * x) + 0.5f; }
-
-/* om_gelu_tanh on 8 lanes (GPT-2's activation; the scalar loop calls tanh through exp and does
- * not vectorise) */
-static inline V8 SFX(gelu_tanh8)(V8 x) {
-    V8 u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (1.0f + SFX(tanh8)(u));
-}
+static inline V8 SFX(tanh8)(V8 x) { return OM_VTANH(V8, SFX(sel), SFX(exp8), x); }
+static inline V8 SFX(sigmoid8)(V8 x) { return OM_SIGMOID(SFX(tanh8), x); }
+static inline V8 SFX(gelu_tanh8)(V8 x) { return OM_GELU_TANH(V8, SFX(tanh8), x); }
+#undef OM_ONE_SCALE8
 
 #ifdef OM_LANES16
 #define OM_WIDE_LATE 1
-#include "om_wide.h"  /* the 16-lane softmax_row */
+#include "om_wide.h"  /* the 16-lane prefixes of softmax_row and div_row */
 #undef OM_WIDE_LATE
+#define OM_WIDE_PREFIX(call) (call)
 #else
+#define OM_WIDE_PREFIX(call) 0  /* no 16-lane prefix: the 8-lane loops do it all */
+#endif
+
+/* y[i] = y[i] / s over n values: softmax's normalising pass, attention's output rows */
+static void SFX(div_row)(float *y, long n, float s) {
+    long i = OM_WIDE_PREFIX(SFX(div_wide)(y, n, s));
+    V8 sv = SFX(bc)(s);
+    for (; i + 8 <= n; i += 8) SFX(st8)(y + i, SFX(ld8)(y + i) / sv);
+    for (; i < n; i++) y[i] = y[i] / s;
+}
+
 /* y = softmax(scale * x) over n values (y may be x); NaN anywhere gives NaN everywhere, as the
  * numpy kernel's max does. The sum is in SFX(sum)'s order. With normalize 0, y holds the
- * exponentials and the sum is returned (attention divides its output rows instead). */
+ * exponentials and the sum is returned (attention divides its output rows instead). The
+ * 16-lane copies run the max, the exponentials and the division 16 at a time first (the sum
+ * keeps the 8 partial sums, so the bits are the 8-lane form's) */
 static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int normalize) {
     long n8 = n / 8 * 8, i;
     V8 mv = SFX(bc)(x[0] * scale);
-    for (i = 0; i < n8; i += 8) mv = SFX(max8)(mv, SFX(ld8)(x + i) * scale);
+    i = OM_WIDE_PREFIX(SFX(max_wide)(x, n, scale, &mv));
+    for (; i < n8; i += 8) mv = SFX(max8)(mv, SFX(ld8)(x + i) * scale);
     /* the 8 lanes' max by halving (max8 keeps NaN), not a scalar chain */
     mv = SFX(max8)(mv, OM_SHUF8(mv, 4, 5, 6, 7, 0, 1, 2, 3));
     mv = SFX(max8)(mv, OM_SHUF8(mv, 2, 3, 0, 1, 6, 7, 4, 5));
@@ -389,20 +358,17 @@ static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int
     float m = mv[0];
     for (; i < n; i++) m = om_max(m, x[i] * scale);
     V8 acc = {0};
-    for (i = 0; i < n8; i += 8) {
+    i = OM_WIDE_PREFIX(SFX(exp_wide)(x, y, n, scale, m, &acc));
+    for (; i < n8; i += 8) {
         V8 e = SFX(exp8)(SFX(ld8)(x + i) * scale - m);
         acc += e;
         SFX(st8)(y + i, e);
     }
     float s = SFX(hsum8)(acc);
     for (; i < n; i++) { y[i] = om_exp(x[i] * scale - m); s += y[i]; }
-    if (!normalize) return s;
-    V8 sv = SFX(bc)(s);
-    for (i = 0; i < n8; i += 8) SFX(st8)(y + i, SFX(ld8)(y + i) / sv);
-    for (; i < n; i++) y[i] = y[i] / s;
+    if (normalize) SFX(div_row)(y, n, s);
     return s;
 }
-#endif
 #undef I8
 
 #include "om_prologue.h"

@@ -1,9 +1,44 @@
-/* The 3x3 stride-2 max pool (SqueezeNet's, in ceil mode, and ResNet's stem pool with padding 1)
+/* The strided max pools by rows (included by om_kernels.h, one copy per kernel set; pool_range
+ * of om_split.h calls them). NaN anywhere in a window gives NaN (max8, as om_max).
+ *
+ * The 2x2 stride-2 pool without padding (the common one): each output the max of its row
+ * pair's maxima, 8 outputs per two loads of each row split into even and odd columns (16 per
+ * four in the 16-lane copies, om_wide.h); the scalar loop was a gather of four per output.
+ *
+ * The 3x3 stride-2 max pool (SqueezeNet's, in ceil mode, and ResNet's stem pool with padding 1)
  * by rows: the up to three input rows of an output row reduced to one row first (8 columns at
  * a time), laid out with -inf padding on both sides, then each output the max of three
  * neighbours of that row, 8 outputs per two loads split into even and odd columns. The generic
- * loop took a strided gather per tap (a fifth of SqueezeNet's native time). NaN anywhere in a
- * window gives NaN (max8, as om_max). Included by om_kernels.h (one copy per kernel set). */
+ * loop took a strided gather per tap (a fifth of SqueezeNet's native time). */
+
+/* x: NC maps of H x W, out: NC maps of Ho x Wo with 2 Ho <= H and 2 Wo <= W (no window
+ * clipped). out[i][j] = om_max(om_max(r0[2j], r0[2j + 1]), om_max(r1[2j], r1[2j + 1])) in that
+ * grouping at every width, so the bits (a NaN's too) do not depend on the lanes */
+static void SFX(maxpool2s2)(const float *x, float *out, long NC, long H, long W, long Ho,
+                            long Wo) {
+    for (long c = 0; c < NC; c++)
+        for (long oh = 0; oh < Ho; oh++) {
+            const float *r0 = x + c * H * W + 2 * oh * W, *r1 = r0 + W;
+            float *o = out + c * Ho * Wo + oh * Wo;
+            long j = OM_WIDE_PREFIX(SFX(pool2_wide)(r0, r1, o, Wo));
+            if (Wo >= 8)  /* the last 8 overlap the ones before: the same values again */
+                for (; j < Wo; j += 8) {
+                    long j8 = j + 8 <= Wo ? j : Wo - 8;
+                    V8 a0 = SFX(ld8)(r0 + 2 * j8), a1 = SFX(ld8)(r0 + 2 * j8 + 8);
+                    V8 b0 = SFX(ld8)(r1 + 2 * j8), b1 = SFX(ld8)(r1 + 2 * j8 + 8);
+                    V8 top = SFX(max8)(OM_SHUF8X2(a0, a1, 0, 2, 4, 6, 8, 10, 12, 14),
+                                       OM_SHUF8X2(a0, a1, 1, 3, 5, 7, 9, 11, 13, 15));
+                    V8 bot = SFX(max8)(OM_SHUF8X2(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14),
+                                       OM_SHUF8X2(b0, b1, 1, 3, 5, 7, 9, 11, 13, 15));
+                    SFX(st8)(o + j8, SFX(max8)(top, bot));
+                }
+            else
+                for (; j < Wo; j++)
+                    o[j] = om_max(om_max(r0[2 * j], r0[2 * j + 1]),
+                                  om_max(r1[2 * j], r1[2 * j + 1]));
+        }
+}
+
 #define OM_POOL3_MAXW 1024
 
 /* om_max without branches (they mispredict on random data): NaN in either gives NaN */

@@ -197,10 +197,7 @@ static void SFX(attn_range)(const int64_t *f, float **bufs, long lo, long hi, fl
             sums[i] = SFX(softmax_row)(S + i * sk, S + i * sk, sk, rs, 0);
         SFX(pack_b)(v, sk, dv, Vd[3], 1, vp);
         SFX(gemm)(sq, sk, dv, S, sk, vp, o, O[3], &none);
-        for (long i = 0; i < sq; i++) {
-            float *oi = o + i * O[3], si = sums[i];
-            for (long c = 0; c < dv; c++) oi[c] = oi[c] / si;
-        }
+        for (long i = 0; i < sq; i++) SFX(div_row)(o + i * O[3], dv, sums[i]);
     }
 }
 
@@ -217,14 +214,7 @@ static void SFX(pool_range)(int isavg, const int64_t *f, float **bufs, long lo, 
         return;
     if (!isavg && kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0
         && 2 * Ho <= H && 2 * Wo <= W) {  /* (not a ceil-mode pool's clipped windows) */
-        for (long c = 0; c < NC; c++)   /* the common 2x2 window: two rows at a time */
-            for (long oh = 0; oh < Ho; oh++) {
-                const float *r0 = x + c * H * W + 2 * oh * W, *r1 = r0 + W;
-                float *o = out + c * Ho * Wo + oh * Wo;
-                for (long ow = 0; ow < Wo; ow++)
-                    o[ow] = om_max(om_max(r0[2 * ow], r0[2 * ow + 1]),
-                                   om_max(r1[2 * ow], r1[2 * ow + 1]));
-            }
+        SFX(maxpool2s2)(x, out, NC, H, W, Ho, Wo);  /* om_pool3.h */
         return;
     }
     if (!isavg && kw <= 64) {  /* by output rows: each valid tap a max over a run of outputs */

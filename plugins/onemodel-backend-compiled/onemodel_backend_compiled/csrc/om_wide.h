@@ -2,10 +2,13 @@
  * the same source built for AVX2+FMA so that these tiles, tails and epilogues are tested on a
  * machine without AVX-512): the packed GEMM (gemm, gemm_part, gemv), the implicit-GEMM
  * convolution's tiles, the direct convolution's tiles (two at a time), the depthwise rows, the
- * softmax's exponentials, layer norm's normalising pass, and the transcendental ops of the
- * pointwise VM and of the convolution epilogue. Included by om_kernels.h twice: in place of
- * the 8-lane GEMM, and with OM_WIDE_LATE in place of softmax_row (after the 8-lane vector math
- * it uses); the rest of those copies is the 8-lane code.
+ * softmax's max, exponentials and divisions (div_row: attention's output rows too), layer
+ * norm's normalising pass, the 2x2 max pool, and the transcendental ops of the pointwise VM
+ * and of the convolution epilogue. Their formulas are om_math.h's vector macros, the same
+ * source as the 8-lane forms. Included by om_kernels.h twice: in place of the 8-lane GEMM, and
+ * with OM_WIDE_LATE for the 16-lane prefixes (after the 8-lane vector math they finish with)
+ * that the 8-lane loops call through OM_WIDE_PREFIX; the rest of those copies is the 8-lane
+ * code.
  *
  * GCC/clang vector extensions only (64-byte vectors: one zmm register with AVX-512, two ymm
  * on AVX2), min and max by compare and select: no intrinsic that exists for one ISA only.
@@ -57,46 +60,18 @@ static inline V16 SFX(vmin16)(V16 a, V16 b) { return SFX(sel16)(a < b, a, b); }
 static inline V16 SFX(vmax16)(V16 a, V16 b) { return SFX(sel16)(a > b, a, b); }
 static inline V16 SFX(relu16)(V16 v) { return SFX(vmax16)((V16){0}, v); }
 
+/* om_gelu, om_exp, om_tanh, om_sigmoid and om_gelu_tanh: om_math.h's vector forms, as the
+ * 8-lane ones; exp with its two-step scale on every lane (the 8-lane form's one-step shortcut
+ * gives the same bits where it applies: y * 2^h is exact there) */
 static inline V16 SFX(gelu16)(V16 x) {
-    V16 z = x * 0.70710678118654752f;
-    V16 c = SFX(vmax16)(SFX(bc16)(-4.0f), SFX(vmin16)(SFX(bc16)(4.0f), z));
-    return 0.5f * x * (1.0f + OM_ERF_RATIO(V16, c));
+    return OM_VGELU(V16, SFX(vmin16), SFX(vmax16), SFX(bc16), x);
 }
-
-/* om_exp with its two-step scale on every lane (the 8-lane form's one-step shortcut gives the
- * same bits where it applies: y * 2^h is exact there) */
 static inline V16 SFX(exp16)(V16 x) {
-    V16 xc = SFX(vmax16)(SFX(bc16)(-104.0f), SFX(vmin16)(SFX(bc16)(89.0f), x));
-    V16 fx = xc * 1.44269504088896341f;
-    V16 half = (V16)(((I16)fx & (I16)SFX(bc16)(-0.0f)) | (I16)SFX(bc16)(0.5f));
-    I16 n = __builtin_convertvector(fx + half, I16);
-    V16 nf = __builtin_convertvector(n, V16);
-    V16 r = xc - nf * 0.693359375f;
-    r = r - nf * -2.12194440e-4f;
-    V16 y = OM_EXP_POLY(V16, r);
-    I16 h = n / 2;
-    V16 p1 = (V16)((h + 127) << 23), p2 = (V16)((n - h + 127) << 23);
-    V16 res = y * p1 * p2;
-    return SFX(sel16)(x != x, x, res);
+    return OM_VEXP(V16, I16, SFX(sel16), SFX(vmin16), SFX(vmax16), SFX(bc16), OM_TWO_SCALES, x);
 }
-
-static inline V16 SFX(tanh16)(V16 x) {
-    V16 ax = SFX(sel16)(x < 0.0f, -x, x);
-    V16 z = x * x;
-    V16 small = OM_TANH_SMALL(x, z);
-    V16 e = SFX(exp16)(2.0f * ax);
-    V16 big = 1.0f - 2.0f / (e + 1.0f);
-    big = SFX(sel16)(x < 0.0f, -big, big);
-    V16 r = SFX(sel16)(ax < 0.625f, small, big);
-    return SFX(sel16)(x != x, x, r);
-}
-
-static inline V16 SFX(sigmoid16)(V16 x) { return 0.5f * SFX(tanh16)(0.5f * x) + 0.5f; }
-
-static inline V16 SFX(gelu_tanh16)(V16 x) {
-    V16 u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (1.0f + SFX(tanh16)(u));
-}
+static inline V16 SFX(tanh16)(V16 x) { return OM_VTANH(V16, SFX(sel16), SFX(exp16), x); }
+static inline V16 SFX(sigmoid16)(V16 x) { return OM_SIGMOID(SFX(tanh16), x); }
+static inline V16 SFX(gelu_tanh16)(V16 x) { return OM_GELU_TANH(V16, SFX(tanh16), x); }
 
 /* -- the packed GEMM ------------------------------------------------------------------------- */
 /* the epilogue on one row of a panel held in a register, stored into C[m, n0:n0+nr]: bias (per
@@ -117,24 +92,29 @@ static inline void SFX(epi16)(V16 v, long m, long n0, int nr, float *C, long ldc
     SFX(st16n)(C + m * ldc + n0, v, nr);
 }
 
-/* R rows of A (row pointers a[0..R), the first mr real) against P (1 or 2) adjacent panels
- * from bp (panel stride ps floats); nr0, nr1: the panels' columns in C */
+/* R rows of A (12, 8, 4 or 1; 6 or 4 for the convolution) against P (1 or 2) adjacent panels
+ * from bp (panel stride ps floats): row r's element k at ar[r][k * ks] (ks 1: rows of A; ks R:
+ * pack_patches's ap[k][R]), the first mr rows real; nr0, nr1: the panels' columns in C */
 static inline __attribute__((always_inline)) void SFX(wtile)(
-        const int R, const int P, long K, const float *const *a, const float *bp, long ps,
-        int mr, int nr0, int nr1, long m0, long n0, float *C, long ldc, const SFX(Epi) *e) {
+        const int R, const int P, const int ks, long K, const float *const *ar, const float *bp,
+        long ps, int mr, int nr0, int nr1, long m0, long n0, float *C, long ldc,
+        const SFX(Epi) *e) {
     V16 c0[12], c1[12];
-    for (int r = 0; r < R; r++) { c0[r] = (V16){0}; c1[r] = (V16){0}; }
+    OM_UNROLL for (int r = 0; r < R; r++) { c0[r] = (V16){0}; c1[r] = (V16){0}; }
     for (long k = 0; k < K; k++) {
         V16 b0 = SFX(ld16)(bp + 16 * k), b1 = P > 1 ? SFX(ld16)(bp + ps + 16 * k) : b0;
-        for (int r = 0; r < R; r++) {
-            V16 av = SFX(bc16)(a[r][k]);
+        OM_UNROLL for (int r = 0; r < R; r++) {
+            V16 av = SFX(bc16)(ar[r][k * ks]);
             c0[r] += av * b0;
             if (P > 1) c1[r] += av * b1;
         }
     }
+    /* the loop over mr reads them by a run-time index: from a copy (as ukr's) */
+    V16 d0[12], d1[12];
+    OM_UNROLL for (int r = 0; r < R; r++) { d0[r] = c0[r]; d1[r] = c1[r]; }
     for (int r = 0; r < mr; r++) {
-        SFX(epi16)(c0[r], m0 + r, n0, nr0, C, ldc, e);
-        if (P > 1) SFX(epi16)(c1[r], m0 + r, n0 + 16, nr1, C, ldc, e);
+        SFX(epi16)(d0[r], m0 + r, n0, nr0, C, ldc, e);
+        if (P > 1) SFX(epi16)(d1[r], m0 + r, n0 + 16, nr1, C, ldc, e);
     }
 }
 
@@ -143,7 +123,7 @@ static inline __attribute__((always_inline)) void SFX(wtile)(
     static void SFX(wtile##R##x##P)(long K, const float *const *a, const float *bp, long ps, \
                                     int mr, int nr0, int nr1, long m0, long n0, float *C, \
                                     long ldc, const SFX(Epi) *e) { \
-        SFX(wtile)(R, P, K, a, bp, ps, mr, nr0, nr1, m0, n0, C, ldc, e); \
+        SFX(wtile)(R, P, 1, K, a, bp, ps, mr, nr0, nr1, m0, n0, C, ldc, e); \
     }
 OM_WTILE(12, 2) OM_WTILE(8, 2) OM_WTILE(4, 2) OM_WTILE(1, 2)
 OM_WTILE(12, 1) OM_WTILE(8, 1) OM_WTILE(4, 1) OM_WTILE(1, 1)
@@ -230,31 +210,14 @@ static void SFX(gemm)(long M, long K, long N, const float *A, long lda, const fl
 
 /* -- the implicit-GEMM convolution (om_conv_gemm.h) ----------------------------------------- */
 /* R (6 or 4) rows of A packed as ap[k][R] (pack_patches) against P (1 or 2) adjacent panels:
- * ukrp's sums and epilogue, two panels a tile (12 accumulators) */
-static inline __attribute__((always_inline)) void SFX(wukrp)(
-        const int R, const int P, long K, const float *ap, const float *bp, long ps, int mr,
-        int nr0, int nr1, long m0, long n0, float *C, long ldc, const SFX(Epi) *e) {
-    V16 c0[6], c1[6];
-    for (int r = 0; r < R; r++) { c0[r] = (V16){0}; c1[r] = (V16){0}; }
-    for (long k = 0; k < K; k++) {
-        V16 b0 = SFX(ld16)(bp + 16 * k), b1 = P > 1 ? SFX(ld16)(bp + ps + 16 * k) : b0;
-        for (int r = 0; r < R; r++) {
-            V16 av = SFX(bc16)(ap[k * R + r]);
-            c0[r] += av * b0;
-            if (P > 1) c1[r] += av * b1;
-        }
-    }
-    for (int r = 0; r < mr; r++) {
-        SFX(epi16)(c0[r], m0 + r, n0, nr0, C, ldc, e);
-        if (P > 1) SFX(epi16)(c1[r], m0 + r, n0 + 16, nr1, C, ldc, e);
-    }
-}
-
+ * ukrp's sums and epilogue on wtile, two panels a tile (12 accumulators) */
 #define OM_WUKRP(R, P) \
     static void SFX(wukrp##R##x##P)(long K, const float *ap, const float *bp, long ps, int mr, \
                                     int nr0, int nr1, long m0, long n0, float *C, long ldc, \
                                     const SFX(Epi) *e) { \
-        SFX(wukrp)(R, P, K, ap, bp, ps, mr, nr0, nr1, m0, n0, C, ldc, e); \
+        const float *ar[R]; \
+        OM_UNROLL for (int r = 0; r < R; r++) ar[r] = ap + r; \
+        SFX(wtile)(R, P, R, K, ar, bp, ps, mr, nr0, nr1, m0, n0, C, ldc, e); \
     }
 OM_WUKRP(6, 2) OM_WUKRP(4, 2) OM_WUKRP(6, 1) OM_WUKRP(4, 1)
 #undef OM_WUKRP
@@ -323,44 +286,82 @@ static void SFX(dw_rows)(long K, const long *koff, const float *xp, const float 
 #undef I16
 #undef V16
 
-#else  /* OM_WIDE_LATE: after the 8-lane vector math (max8, exp8, hsum8) */
+#else  /* OM_WIDE_LATE: after the 8-lane vector math (max8, exp8) */
 #define V16 SFX(v16)
 
-/* softmax_row of om_kernels.h with its exponentials and divisions on 16 lanes: the same bits
- * (the max and the sum keep the 8-lane form's 8 partial results, each fed in order: the
- * low then the high half of each 16) */
-static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int normalize) {
-    long n8 = n / 8 * 8, n16 = n / 16 * 16, i;
-    SFX(v8) mv = SFX(bc)(x[0] * scale);
-    for (i = 0; i < n8; i += 8) mv = SFX(max8)(mv, SFX(ld8)(x + i) * scale);
-    mv = SFX(max8)(mv, OM_SHUF8(mv, 4, 5, 6, 7, 0, 1, 2, 3));
-    mv = SFX(max8)(mv, OM_SHUF8(mv, 2, 3, 0, 1, 6, 7, 4, 5));
-    mv = SFX(max8)(mv, OM_SHUF8(mv, 1, 0, 3, 2, 5, 4, 7, 6));
-    float m = mv[0];
-    for (; i < n; i++) m = om_max(m, x[i] * scale);
-    SFX(v8) acc = {0};
-    for (i = 0; i < n16; i += 16) {
+/* om_max on 16 lanes (NaN in either operand gives NaN), as max8 */
+static inline V16 SFX(max16)(V16 a, V16 b) { return SFX(sel16)(a != a, a, SFX(vmax16)(a, b)); }
+
+/* the halves of a 16-lane vector, low then high */
+static inline void SFX(halves16)(V16 v, SFX(v8) *lo, SFX(v8) *hi) {
+    memcpy(lo, &v, 32);
+    memcpy(hi, (const char *)&v + 32, 32);
+}
+
+/* softmax_row's 16-lane prefixes (om_kernels.h), each over the whole 16s of the row: how many
+ * values were done. The max of scale * x into the 8 partial maxima mv (a max does not depend
+ * on the order: the same value); the exponentials of scale * x - m into y, summed into the 8
+ * partial sums acc in the 8-lane form's order (each 16's low half, then its high half) */
+static long SFX(max_wide)(const float *x, long n, float scale, SFX(v8) *mv) {
+    long i = 0;
+    V16 m = SFX(bc16)(x[0] * scale);
+    for (; i + 16 <= n; i += 16) m = SFX(max16)(m, SFX(ld16)(x + i) * scale);
+    SFX(v8) lo, hi;
+    SFX(halves16)(m, &lo, &hi);
+    *mv = SFX(max8)(*mv, SFX(max8)(lo, hi));
+    return i;
+}
+
+static long SFX(exp_wide)(const float *x, float *y, long n, float scale, float m,
+                          SFX(v8) *acc) {
+    long i = 0;
+    for (; i + 16 <= n; i += 16) {
         V16 e = SFX(exp16)(SFX(ld16)(x + i) * scale - m);
         SFX(v8) lo, hi;
-        memcpy(&lo, &e, 32); memcpy(&hi, (const char *)&e + 32, 32);
-        acc += lo;
-        acc += hi;
+        SFX(halves16)(e, &lo, &hi);
+        *acc += lo;
+        *acc += hi;
         SFX(st16)(y + i, e);
     }
-    for (; i < n8; i += 8) {
-        SFX(v8) e = SFX(exp8)(SFX(ld8)(x + i) * scale - m);
-        acc += e;
-        SFX(st8)(y + i, e);
-    }
-    float s = SFX(hsum8)(acc);
-    for (; i < n; i++) { y[i] = om_exp(x[i] * scale - m); s += y[i]; }
-    if (!normalize) return s;
-    V16 sv = SFX(bc16)(s);
-    for (i = 0; i < n16; i += 16) SFX(st16)(y + i, SFX(ld16)(y + i) / sv);
-    for (; i < n8; i += 8) SFX(st8)(y + i, SFX(ld8)(y + i) / SFX(bc)(s));
-    for (; i < n; i++) y[i] = y[i] / s;
-    return s;
+    return i;
 }
+
+/* div_row's: y / s over the whole 16s (a division per value: the same bits at any width) */
+static long SFX(div_wide)(float *y, long n, float s) {
+    long i = 0;
+    V16 sv = SFX(bc16)(s);
+    for (; i + 16 <= n; i += 16) SFX(st16)(y + i, SFX(ld16)(y + i) / sv);
+    return i;
+}
+
+/* even and odd lanes of the 32 floats a, b (a's first) */
+#ifdef __clang__
+#define OM_EVEN16(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, \
+                                                22, 24, 26, 28, 30)
+#define OM_ODD16(a, b) __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, \
+                                               23, 25, 27, 29, 31)
+#else
+#define OM_EVEN16(a, b) __builtin_shuffle(a, b, (SFX(i16)){0, 2, 4, 6, 8, 10, 12, 14, 16, 18, \
+                                                           20, 22, 24, 26, 28, 30})
+#define OM_ODD16(a, b) __builtin_shuffle(a, b, (SFX(i16)){1, 3, 5, 7, 9, 11, 13, 15, 17, 19, \
+                                                          21, 23, 25, 27, 29, 31})
+#endif
+
+/* maxpool2s2's (om_pool3.h) 16 outputs at a time, the same grouping of the four maxima: how
+ * many of the row's Wo outputs were done */
+static long SFX(pool2_wide)(const float *r0, const float *r1, float *o, long Wo) {
+    long j = 0;
+    for (; j + 16 <= Wo; j += 16) {
+        V16 a0 = SFX(ld16)(r0 + 2 * j), a1 = SFX(ld16)(r0 + 2 * j + 16);
+        V16 b0 = SFX(ld16)(r1 + 2 * j), b1 = SFX(ld16)(r1 + 2 * j + 16);
+        V16 top = SFX(max16)(OM_EVEN16(a0, a1), OM_ODD16(a0, a1));
+        V16 bot = SFX(max16)(OM_EVEN16(b0, b1), OM_ODD16(b0, b1));
+        SFX(st16)(o + j, SFX(max16)(top, bot));
+    }
+    return j;
+}
+#undef OM_EVEN16
+#undef OM_ODD16
 
 /* the 16-lane prefix of the VM's transcendental unary ops (rd = f(ra) over n values) and of
  * the convolution epilogue's (act_rows, in place): how many values were done, a multiple of 16
