@@ -14,7 +14,9 @@ held to one thread by threadpoolctl. A shared machine moves these ratios: repeat
 ``PEERS=1`` adds the other peers of issue 26 when they are installed (`make bench` installs
 them): OpenVINO on the same ONNX file (one thread, f32, `onemodel.tools.peers`) and PyTorch eager
 at one thread on the model's twin (benchmarks/torch_twins.py, checked against numpy first), and
-prints compiled / the fastest peer of each round (``best``). ``PROFILE=1`` then prints where the
+prints compiled / the fastest peer of each round (``best``). ``THREADS=2`` gives the compiled
+session, ONNX Runtime and OpenVINO that many intra-op threads (torch stays at one; the issue's
+threads=2 row compares with ORT only); BLAS stays at one thread. ``PROFILE=1`` then prints where the
 compiled run's time goes (instruction_profile.py: each instruction timed alone).
 """
 from __future__ import annotations
@@ -67,22 +69,22 @@ def _torch_installed() -> bool:
     return True
 
 
-def measure(name: str, batch: int, secs: float, peers: bool = False) -> str:
+def measure(name: str, batch: int, secs: float, peers: bool = False, threads: int = 1) -> str:
     fn, shape, traced = traced_model(name)
     feeds = {"input": models.feed(shape, batch)}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "model.onnx")
         traced.save_onnx(path)
-        compiled = om.Session(traced, backend="compiled")
+        compiled = om.Session(traced, backend="compiled", threads=threads)
         engines = {"compiled": compiled.run,
                    "numpy": om.Session(traced, backend="numpy").run}
         calls = {k: (lambda f=f: f(feeds)) for k, f in engines.items()}
-        calls["ort"] = ort_runner(path, 1, feeds)
+        calls["ort"] = ort_runner(path, threads, feeds)
         ref = engines["numpy"](feeds)["output"].numpy()
         best_of: tuple = ()
         if peers:
             if openvino_version() is not None:
-                calls["ov"] = openvino_runner(path, 1, feeds)
+                calls["ov"] = openvino_runner(path, threads, feeds)
             if _torch_installed():
                 calls["torch"] = _torch_call(fn, traced, batch, feeds["input"], ref)
             best_of = tuple(k for k in ("ort", "ov", "torch") if k in calls)
@@ -109,7 +111,8 @@ def main(argv) -> None:
         for name, batch in CASES:
             if argv and not any(a in (name, f"{name}-b{batch}") for a in argv):
                 continue
-            print(measure(name, batch, secs, peers=os.environ.get("PEERS") == "1"), flush=True)
+            print(measure(name, batch, secs, peers=os.environ.get("PEERS") == "1",
+                          threads=int(os.environ.get("THREADS", "1"))), flush=True)
 
 
 if __name__ == "__main__":
