@@ -123,7 +123,7 @@ _POOL = ("x:addr nc:count h:count w:count kh:count kw:count sh:count sw:count ph
          "pw:stride ho:count wo:count out:addr")
 _RNN = ("steps:count batch:count hidden:count pre:addr w:addr w_n:addr? bias:addr? h0:addr? "
         "c0:addr? y:addr y_step:stride y_row:stride hn:addr cn:addr? flags:code scratch:addr "
-        "input:count")
+        "input:count pre_step:stride pre_row:stride")
 
 TABLE: tuple[Instruction, ...] = (
     Instruction("GEMM", 1, "gemm", _f(

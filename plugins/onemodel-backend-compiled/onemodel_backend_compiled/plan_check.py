@@ -399,8 +399,8 @@ def _gather(c: _Ins) -> None:  # x, outer, n, inner, idx, nidx, out, negative
 
 def _rnn(gates: int):
     """I_LSTM (4 gates) and I_GRU (3): T, B, H, pre, w, w2, bias, h0, c0, y, y_step, y_row, hn,
-    cn, flags, scratch, input size (csrc/om_rnn.h). A field the cell does not read must be
-    -1."""
+    cn, flags, scratch, input size, pre_step, pre_row (csrc/om_rnn.h). A field the cell does
+    not read must be -1."""
     def check(c: _Ins) -> None:
         t, b, h = c.count(0, "steps"), c.count(1, "batch"), c.count(2, "hidden size")
         flags = c.code(14, "flags", set(range(8)) if gates == 3 else {0, 1, 4, 5})
@@ -408,14 +408,15 @@ def _rnn(gates: int):
         fused = bool(flags & 4)  # x itself, [W_hh | W_ih] and the biases by unit
         split = gates == 3 and not lbr and not fused  # W_rz and W_n as two panel sets
         size = c.count(16, "input size")
+        p_step, p_row = c.stride(17, "pre step stride"), c.stride(18, "pre row stride")
         if fused:
             unit = 2 if gates == 3 and lbr else 4  # a GRU's pairs of units; fours for W_hn
             if h % unit:
                 c.fail(f"hidden size (field 2) is {h}, not a multiple of {unit} (fused)")
-            c.flat(3, "input", t * b * size)
+            c.region(3, "input", [(t, p_step), (b, p_row), (size, 1)])
             c.flat(4, "weights by unit", gates * h * (h + size))
         else:
-            c.flat(3, "input projection", t * b * gates * h)
+            c.region(3, "input projection", [(t, p_step), (b, p_row), (gates * h, 1)])
             c.flat(4, "recurrent weight panels", _ceil(2 * h if split else gates * h, 16) * h)
         unused = {-1}
         if split:

@@ -47,8 +47,8 @@ KINDS = {
                     A, A, A],
     P.I_MEAN_ROWS: [A, N, N, A],
     P.I_GATHER: [A, N, N, N, A8, N, A, C],
-    P.I_LSTM: [N, N, N, A, A, A, A, A, A, A, S, S, A, A, C, A, N],
-    P.I_GRU: [N, N, N, A, A, A, A, A, A, A, S, S, A, A, C, A, N],
+    P.I_LSTM: [N, N, N, A, A, A, A, A, A, A, S, S, A, A, C, A, N, S, S],
+    P.I_GRU: [N, N, N, A, A, A, A, A, A, A, S, S, A, A, C, A, N, S, S],
 }
 
 

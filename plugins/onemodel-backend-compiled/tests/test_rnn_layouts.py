@@ -108,3 +108,65 @@ def test_time_major_output_also_returned_keeps_its_layout(isa):
     assert [(f[10], f[11]) for f in fields] == [(batch * h, h)], fields
     a, b = (got[n].numpy() for n in traced.output_names)
     np.testing.assert_array_equal(a.transpose(1, 0, 2), b)
+
+
+def _copies(session, feeds) -> int:
+    """How many I_COPY instructions the plan for ``feeds`` runs."""
+    from onemodel_backend_compiled import program as P
+    from onemodel_backend_compiled.lower import NativeSegment
+
+    _, env = session._check_feeds(feeds)
+    plan = session._compiled.plan(env)
+    return sum(int(ins[0]) == P.I_COPY for seg in plan.segments
+               if isinstance(seg, NativeSegment) for ins in seg.instructions)
+
+
+@pytest.mark.parametrize("gates,lbr", [(4, True), (3, True), (3, False)],
+                         ids=["lstm", "gru", "gru-reset-first"])
+@pytest.mark.parametrize("batch", [16, 14, 30, 3, 17])
+def test_batch_first_input_is_read_in_place(isa, gates, lbr, batch):
+    """A batch-first input (the transpose of the caller's (batch, seq, I) array) is read where
+    it lies: fused (batch 14, 16, 30) the step reads x_t at pre_step I, pre_row seq * I; on the
+    GEMM rows (3, 17) the projection runs over the caller's batch * seq rows and the step
+    reads it at pre_step G * H, pre_row seq * G * H. No copy instruction in either plan."""
+    rng = np.random.default_rng(batch + gates)
+    size, h, seq = 6, 12, 5
+    w = [Tensor.from_numpy(_r(rng, *s)) for s in ((gates * h, size), (gates * h, h),
+                                                  (gates * h,), (gates * h,))]
+    x = _r(rng, batch, seq, size, scale=1.0)
+
+    def fn(x):
+        xt = om.ops.transpose(x, 0, 1)
+        if gates == 4:
+            return om.ops.lstm(xt, *w)[0]
+        return om.ops.gru(xt, *w, linear_before_reset=lbr)[0]
+
+    traced = om.trace(fn, Tensor.from_numpy(x), None, None, None)
+    feeds = {traced.input_names[0]: x}
+    compiled, _ = _check(traced, feeds)
+    fields, _ = _rnn_instructions(compiled, feeds, "LSTM" if gates == 4 else "GRU")
+    fused = batch in (14, 16, 30)
+    want = (size, seq * size) if fused else (gates * h, seq * gates * h)
+    assert [(f[17], f[18]) for f in fields] == [want], fields
+    assert _copies(compiled, feeds) == 0
+
+
+@pytest.mark.parametrize("batch", [16, 3])
+def test_input_with_strided_rows_is_copied_first(isa, batch):
+    """An input whose rows are not unit-stride (every other feature) is copied into a
+    contiguous sequence first, and the result is unchanged."""
+    rng = np.random.default_rng(batch)
+    size, h, seq = 4, 8, 3
+    w = [Tensor.from_numpy(_r(rng, *s)) for s in ((4 * h, size), (4 * h, h))]
+    x = _r(rng, seq, batch, 2 * size, scale=1.0)
+
+    def fn(x):
+        return om.ops.lstm(x[:, :, ::2], *w)[0]
+
+    traced = om.trace(fn, Tensor.from_numpy(x), None, None, None)
+    feeds = {traced.input_names[0]: x}
+    compiled, _ = _check(traced, feeds)
+    fields, _ = _rnn_instructions(compiled, feeds, "LSTM")
+    want = (batch * size, size) if batch == 16 else (batch * 4 * h, 4 * h)
+    assert [(f[17], f[18]) for f in fields] == [want], fields
+    assert _copies(compiled, feeds) == 1

@@ -27,8 +27,8 @@ enum {
     I_CONV_GEMM = 20,  /* conv2d_gemm: 26 fields; 20-29: convolution paths */
     I_GATHER = 30,  /* gather: 8 fields; the text helper's range: 30-39 */
     I_ATTN_MASK = 31,  /* attention: 30 fields */
-    I_LSTM = 40,  /* lstm: 17 fields; 40-49: recurrent layers (om_rnn.h) */
-    I_GRU = 41,  /* gru: 17 fields */
+    I_LSTM = 40,  /* lstm: 19 fields; 40-49: recurrent layers (om_rnn.h) */
+    I_GRU = 41,  /* gru: 19 fields */
     I_FAIL = 99,  /* fail: variable; stops the run (the plan names the node) */
 };
 /* the fields of each fixed-length instruction */
@@ -46,8 +46,8 @@ enum {
 #define I_CONV_GEMM_FIELDS 26
 #define I_GATHER_FIELDS 8
 #define I_ATTN_MASK_FIELDS 30
-#define I_LSTM_FIELDS 17
-#define I_GRU_FIELDS 17
+#define I_LSTM_FIELDS 19
+#define I_GRU_FIELDS 19
 #define OM_OPCODE_LIMIT 100  /* opcodes are 0 .. this - 1 */
 /* the kind table's rows (om_kinds.h): X(opcode, key), key the C name in lower case */
 #define OM_KINDS(X) \

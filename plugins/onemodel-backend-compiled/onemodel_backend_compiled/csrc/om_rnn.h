@@ -8,7 +8,7 @@
  * kernel copy.
  *
  * Fields (both): T, B, H, pre, w, w2, bias, h0, c0, y, y_step, y_row, hn, cn, flags, scratch,
- * input.
+ * input, pre_step, pre_row.
  *   w: W_hh^T as 16-column panels (K = H; N = G*H, or 2H for a GRU with linear_before_reset
  *   off, whose n panels (N = H) are w2); bias: the recurrent bias (G*H) added to the GEMM (a
  *   GRU with linear_before_reset, where r scales W_hn h + b_hn; -1 elsewhere: folded into pre);
@@ -19,13 +19,10 @@
  *   itself (T, B, I), w is [W_hh | W_ih] by unit, bias the biases by unit or -1);
  *   scratch: B * (G + 2) * H floats; fused, 16 (3 H + 2 I) (LSTM), 16 (2 H + 2 I) (GRU with
  *   2) or 16 (5 H + 2 I) (GRU without)
- *   (rnn_scratch, the instruction table's formula);
- *   input (field 16): I, the input size. */
-static long SFX(rnn_scratch)(int64_t op, const int64_t *f) {
-    if (f[14] & 4)  /* lstm_fused, gru_fused */
-        return 16 * ((op == I_LSTM ? 3 : f[14] & 2 ? 2 : 5) * f[2] + 2 * f[16]);
-    return f[1] * ((op == I_LSTM ? 4 : 3) + 2) * f[2];
-}
+ *   (the instruction table's formula, instructions.py);
+ *   input (field 16): I, the input size;
+ *   pre_step, pre_row (17, 18): step t, batch row b of pre at pre + t * pre_step + b * pre_row
+ *   (a batch-first input, or its projection, read where it lies: rnn_rules.batch_first_src). */
 
 /* the gates' tanh and sigmoid: the rational form of Eigen's and ONNX Runtime's RNN kernels
  * (odd degree 13 over even degree 6, on x clamped to +-7.905, where tanh rounds to +-1 in
@@ -202,8 +199,8 @@ static void SFX(lanes_to_rows)(const float *src, long nb, long n, float *dst, lo
         for (long b = 0; b < nb; b++) dst[b * ld + c] = src[c * 16 + b];
 }
 
-static void SFX(lstm_fused)(long T, long B, long H, long I, const float *x, const float *w,
-                            const float *bias, const float *h0, const float *c0, float *y,
+static void SFX(lstm_fused)(long T, long B, long H, long I, const float *x, long xstep,
+                            long xrow, const float *w, const float *bias, const float *h0, const float *c0, float *y,
                             long ystep, long yrow, float *hn, float *cn, int rev, float *S) {
     long K = H + I;
     float *pa = S, *pb = pa + 16 * K, *cT = pb + 16 * K;
@@ -216,7 +213,7 @@ static void SFX(lstm_fused)(long T, long B, long H, long I, const float *x, cons
         else memset(cT, 0, 16 * H * sizeof(float));
         for (long s = 0; s < T; s++) {
             long t = rev ? T - 1 - s : s;
-            SFX(rows_to_lanes)(x + (t * B + b0) * I, I, nb, I, pc + 16 * H);
+            SFX(rows_to_lanes)(x + t * xstep + b0 * xrow, xrow, nb, I, pc + 16 * H);
             for (long j = 0; j < H; j++)
                 SFX(lstm_unit16)(K, w + j * 4 * K, bias ? bias + 4 * j : 0, pc, cT + 16 * j,
                                  px + 16 * j);
@@ -353,8 +350,8 @@ static __attribute__((noinline)) void SFX(gru_nquad16)(long H, const float *wq, 
 
 /* the fused GRU's steps, either form: lbr 1 (linear_before_reset: gru_pair16, one pass a step)
  * or 0 (gru_rzx16 then gru_nquad16, two passes a step) */
-static void SFX(gru_fused)(long T, long B, long H, long I, const float *x, const float *w,
-                           const float *bias, const float *h0, float *y, long ystep,
+static void SFX(gru_fused)(long T, long B, long H, long I, const float *x, long xstep,
+                           long xrow, const float *w, const float *bias, const float *h0, float *y, long ystep,
                            long yrow, float *hn, int rev, int lbr, float *S) {
     long K = H + I;
     float *pa = S, *pb = pa + 16 * K, *RH = pb + 16 * K;  /* RH, zb, nb: without lbr only */
@@ -366,7 +363,7 @@ static void SFX(gru_fused)(long T, long B, long H, long I, const float *x, const
         else memset(pc, 0, 16 * H * sizeof(float));
         for (long s = 0; s < T; s++) {
             long t = rev ? T - 1 - s : s;
-            SFX(rows_to_lanes)(x + (t * B + b0) * I, I, nbat, I, pc + 16 * H);
+            SFX(rows_to_lanes)(x + t * xstep + b0 * xrow, xrow, nbat, I, pc + 16 * H);
             if (lbr) {
                 for (long j = 0; j < H; j += 2)
                     SFX(gru_pair16)(H, I, w + j * 3 * K, bias ? bias + 4 * j : 0, pc,
@@ -388,18 +385,18 @@ static void SFX(gru_fused)(long T, long B, long H, long I, const float *x, const
 }
 
 static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
-    long T = f[0], B = f[1], H = f[2], ystep = f[10], yrow = f[11];
+    long T = f[0], B = f[1], H = f[2], ystep = f[10], yrow = f[11], pstep = f[17], prow = f[18];
     int lstm = op == I_LSTM, rev = (int)(f[14] & 1), lbr = (int)((f[14] >> 1) & 1);
     long G = lstm ? 4 : 3, GH = G * H;
     const float *pre = OM_ADDR(bufs, f[3]), *w = OM_ADDR(bufs, f[4]), *w2 = OM_ADDR(bufs, f[5]), *bias = OM_ADDR(bufs, f[6]);
     const float *h0 = OM_ADDR(bufs, f[7]), *c0 = OM_ADDR(bufs, f[8]);
     float *y = OM_ADDR(bufs, f[9]), *hn = OM_ADDR(bufs, f[12]), *cn = OM_ADDR(bufs, f[13]), *S = OM_ADDR(bufs, f[15]);
     if (lstm && (f[14] & 4)) {  /* pre: x itself (T, B, I) */
-        SFX(lstm_fused)(T, B, H, f[16], pre, w, bias, h0, c0, y, ystep, yrow, hn, cn, rev, S);
+        SFX(lstm_fused)(T, B, H, f[16], pre, pstep, prow, w, bias, h0, c0, y, ystep, yrow, hn, cn, rev, S);
         return;
     }
     if (!lstm && (f[14] & 4)) {  /* pre: x itself (T, B, I) */
-        SFX(gru_fused)(T, B, H, f[16], pre, w, bias, h0, y, ystep, yrow, hn, rev, lbr, S);
+        SFX(gru_fused)(T, B, H, f[16], pre, pstep, prow, w, bias, h0, y, ystep, yrow, hn, rev, lbr, S);
         return;
     }
     float *q = S, *rh = S + B * GH, *qn = rh + B * H;
@@ -413,10 +410,10 @@ static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
     }
     for (long s = 0; s < T; s++) {
         long t = rev ? T - 1 - s : s;
-        const float *p = pre + t * B * GH;
+        const float *p = pre + t * pstep;
         float *yt = y + t * ystep;
         if (lstm) {  /* q = p + h W_hh^T, then the cell */
-            SFX(Epi) e = {0, 0, p, GH, ACT_NONE};
+            SFX(Epi) e = {0, 0, p, prow, ACT_NONE};
             SFX(gemm)(B, H, GH, hp, ldh, w, q, GH, &e);
             for (long b = 0; b < B; b++)
                 SFX(lstm_row)(q + b * GH, cn + b * H, yt + b * yrow, H);
@@ -424,13 +421,13 @@ static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
             SFX(Epi) e = {bias, bias ? 1 : 0, 0, 0, ACT_NONE};
             SFX(gemm)(B, H, GH, hp, ldh, w, q, GH, &e);
             for (long b = 0; b < B; b++)
-                SFX(gru_lbr_row)(p + b * GH, q + b * GH, hp + b * ldh, yt + b * yrow, H);
+                SFX(gru_lbr_row)(p + b * prow, q + b * GH, hp + b * ldh, yt + b * yrow, H);
         } else {  /* q = h W_rz^T; r, z; qn = p_n + (r h) W_n^T; n, h' */
             SFX(Epi) none = {0, 0, 0, 0, ACT_NONE};
             SFX(gemm)(B, H, 2 * H, hp, ldh, w, q, 2 * H, &none);
             for (long b = 0; b < B; b++)
-                SFX(gru_rz_row)(p + b * GH, q + b * 2 * H, hp + b * ldh, rh + b * H, H);
-            SFX(Epi) e = {0, 0, p + 2 * H, GH, ACT_NONE};
+                SFX(gru_rz_row)(p + b * prow, q + b * 2 * H, hp + b * ldh, rh + b * H, H);
+            SFX(Epi) e = {0, 0, p + 2 * H, prow, ACT_NONE};
             SFX(gemm)(B, H, H, rh, H, w2, qn, H, &e);
             for (long b = 0; b < B; b++)
                 SFX(gru_n_row)(qn + b * H, q + b * 2 * H + H, hp + b * ldh, yt + b * yrow, H);
