@@ -924,78 +924,8 @@ static void SFX(pack_bt)(const float *src, long K, long N, long ld, float *dst) 
     }
 }
 
-/* -- the pointwise VM: a chain of ops over blocks of 64 elements -------------------------------- */
-#include "om_masks.h"
-#include "om_vmath.h"
-
-#define VM_BLK 64
-/* rd = f(ra): 8 lanes at a time (VEC, of the V8 v), the scalar formula (SCALAR, of i) for the
- * rest; GCC does not vectorise the scalar exp (its float-to-int rounding), so the transcendental
- * ops take the 8-lane forms */
-#undef OM_VM_WIDE_START
-#ifdef OM_LANES16  /* exp, tanh, sigmoid, GELU-tanh, swish: a 16-lane prefix first (om_wide.h) */
-#define OM_VM_WIDE_START SFX(vm_wide)(opc, ra, rd, n)
-#else
-#define OM_VM_WIDE_START 0
-#endif
-#define OM_VM_UNARY8(VEC, SCALAR) do { long i = OM_VM_WIDE_START; \
-    for (; i + 8 <= n; i += 8) { V8 v = SFX(ld8)(ra + i); SFX(st8)(rd + i, VEC); } \
-    for (; i < n; i++) rd[i] = SCALAR; } while (0)
-/* the same for rd = f(ra, rb) (u of ra, v of rb): GCC leaves om_max's branches scalar */
-#define OM_VM_BINARY8(VEC, SCALAR) do { long i = 0; \
-    for (; i + 8 <= n; i += 8) { V8 u = SFX(ld8)(ra + i), v = SFX(ld8)(rb + i); \
-                                 SFX(st8)(rd + i, VEC); } \
-    for (; i < n; i++) rd[i] = SCALAR; } while (0)
-/* noinline: out of its callers, as conv_direct (the same reason) */
-static __attribute__((noinline)) void SFX(vm_block)(const int64_t *code, long ncode, const float *consts, float *reg,
-                          float **inp, const long *istr, int nin, long n, float *out, long ostr) {
-    for (int i = 0; i < nin; i++) (void)i;
-    long pc = 0;
-    int last = 0;
-    for (; pc < ncode; pc++) {
-        const int64_t *c = code + 4 * pc;
-        int opc = (int)c[0], d = (int)c[1], a = (int)c[2], b = (int)c[3];
-        float *rd = reg + d * VM_BLK, *ra = reg + a * VM_BLK, *rb = reg + b * VM_BLK;
-        last = d;
-        switch (opc) {
-        case VM_LOAD: {
-            const float *p = inp[a]; long s = istr[a];
-            if (s == 1) memcpy(rd, p, n * sizeof(float));
-            else if (s == 0) { float v = p[0]; for (long i = 0; i < n; i++) rd[i] = v; }
-            else for (long i = 0; i < n; i++) rd[i] = p[i * s];
-            break; }
-        case VM_CONST: { float v = consts[a]; for (long i = 0; i < n; i++) rd[i] = v; break; }
-        case VM_ADD: for (long i = 0; i < n; i++) rd[i] = ra[i] + rb[i]; break;
-        case VM_SUB: for (long i = 0; i < n; i++) rd[i] = ra[i] - rb[i]; break;
-        case VM_MUL: for (long i = 0; i < n; i++) rd[i] = ra[i] * rb[i]; break;
-        case VM_DIV: for (long i = 0; i < n; i++) rd[i] = ra[i] / rb[i]; break;
-        case VM_MAX: OM_VM_BINARY8(SFX(max8)(u, v), om_max(ra[i], rb[i])); break;
-        case VM_MIN: OM_VM_BINARY8(SFX(min8)(u, v), om_min(ra[i], rb[i])); break;
-        case VM_POW: for (long i = 0; i < n; i++) rd[i] = powf(ra[i], rb[i]); break;
-        case VM_NEG: for (long i = 0; i < n; i++) rd[i] = -ra[i]; break;
-        case VM_ABS: for (long i = 0; i < n; i++) rd[i] = fabsf(ra[i]); break;
-        case VM_EXP: OM_VM_UNARY8(SFX(exp8)(v), om_exp(ra[i])); break;
-        case VM_LOG: for (long i = 0; i < n; i++) rd[i] = logf(ra[i]); break;
-        case VM_SQRT: for (long i = 0; i < n; i++) rd[i] = sqrtf(ra[i]); break;
-        case VM_TANH: OM_VM_UNARY8(SFX(tanh8)(v), om_tanh(ra[i])); break;
-        case VM_SIGMOID: OM_VM_UNARY8(SFX(sigmoid8)(v), om_sigmoid(ra[i])); break;
-        case VM_RELU: for (long i = 0; i < n; i++) rd[i] = om_relu(ra[i]); break;
-        case VM_ERF: for (long i = 0; i < n; i++) rd[i] = om_erf(ra[i]); break;
-        case VM_GELU: for (long i = 0; i < n; i++) rd[i] = om_gelu(ra[i]); break;
-        case VM_GELU_TANH: OM_VM_UNARY8(SFX(gelu_tanh8)(v), om_gelu_tanh(ra[i])); break;
-        case VM_SQUARE: for (long i = 0; i < n; i++) rd[i] = ra[i] * ra[i]; break;
-        case VM_RECIP: for (long i = 0; i < n; i++) rd[i] = 1.0f / ra[i]; break;
-        case VM_SWISH: OM_VM_UNARY8(v * SFX(sigmoid8)(v), ra[i] * om_sigmoid(ra[i])); break;
-        case VM_COPY: memcpy(rd, ra, n * sizeof(float)); break;
-        OM_VM_MASK_CASES
-        OM_VM_MATH_CASES
-        default: break;
-        }
-    }
-    const float *res = reg + last * VM_BLK;
-    if (ostr == 1) memcpy(out, res, n * sizeof(float));
-    else for (long i = 0; i < n; i++) out[i * ostr] = res[i];
-}
+/* -- the pointwise VM (om_vm.h) ----------------------------------------------------------------- */
+#include "om_vm.h"
 
 #include "om_rnn.h"
 #include "om_split.h"

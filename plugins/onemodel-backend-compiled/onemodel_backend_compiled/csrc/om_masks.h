@@ -4,16 +4,22 @@
  * Bools are float32 0.0 / 1.0 (numpy's bool -> float promotion), so a comparison, isnan, cast or
  * where is one VM op; NaN compares unequal to everything, as in numpy. Int64 values (token ids,
  * an int mask) are read by VM_LOADI64 and by the gather's indices, at their own 8-byte elements
- * (vm_range steps an int64 input's pointer by two floats per element). */
+ * (vm_range counts an int64 input's strides in floats, two per element). */
 
-/* the VM's mask ops, spliced into vm_block's switch (rd, ra, rb: registers; n: lanes) */
+/* the VM's mask ops, spliced into vm_block's switch (rd: the destination; ra, rb: the operands,
+ * rc: where's condition, the destination register's values before; n: lanes) */
 #define OM_VM_MASK_CASES \
-    case VM_LOADI64: { \
-        const float *p = inp[a]; long s = istr[a]; \
-        for (long i = 0; i < n; i++) { int64_t v; memcpy(&v, p + i * s, 8); rd[i] = (float)v; } \
+    case VM_LOADI64: { /* segment by segment (om_vm.h's block) */ \
+        long s = istr[a], pos = 0, nseg = B->run[a] ? 1 : B->nseg; \
+        for (long k = 0; k < nseg; k++) { \
+            const float *p = base[a] + B->off[a][k]; \
+            long len = B->run[a] ? B->n : B->len[k]; \
+            for (long i = 0; i < len; i++) { \
+                int64_t v; memcpy(&v, p + i * s, 8); rd[pos + i] = (float)v; } \
+            pos += len; } \
         break; } \
     case VM_ISNAN: for (long i = 0; i < n; i++) rd[i] = ra[i] != ra[i] ? 1.0f : 0.0f; break; \
-    case VM_WHERE: for (long i = 0; i < n; i++) rd[i] = rd[i] != 0.0f ? ra[i] : rb[i]; break; \
+    case VM_WHERE: for (long i = 0; i < n; i++) rd[i] = rc[i] != 0.0f ? ra[i] : rb[i]; break; \
     case VM_EQ: for (long i = 0; i < n; i++) rd[i] = ra[i] == rb[i] ? 1.0f : 0.0f; break; \
     case VM_NE: for (long i = 0; i < n; i++) rd[i] = ra[i] != rb[i] ? 1.0f : 0.0f; break; \
     case VM_LT: for (long i = 0; i < n; i++) rd[i] = ra[i] < rb[i] ? 1.0f : 0.0f; break; \
