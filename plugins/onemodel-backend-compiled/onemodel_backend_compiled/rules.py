@@ -459,16 +459,9 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
                               P.addr(P.WEIGHTS, woff), bl.addr if bl is not None else -1,
                               act, dst.addr, scratch.addr, P.fbits(p0), P.fbits(p1),
                               *pro_fields, 1))
-    elif small_1x1 and pro is None:  # positions first, both sides transposed (om_conv1x1.h)
-        panels = lw.weights.panels((lw.const_key(node.inputs[1]), "^1x1"),
-                                   lambda: W.reshape(cout, cin).T)
-        scratch = lw.scratch((n * h * wd * cin + 15) // 16 * 16 + n * h * wd * cout)
-        lw.emit(P.instruction(P.I_CONV1X1, xl.addr, n, cin, h * wd, cout,
-                              P.addr(P.WEIGHTS, panels), bl.addr if bl is not None else -1,
-                              act, dst.addr, scratch.addr, P.fbits(p0), P.fbits(p1),
-                              *pro_fields, 0))
     elif pool is None and g == 1 and (lw.heuristics.conv.gemm_wins(cin, kh, kw, stride, ho, wo)
-                                      or small_1x1 or lw.heuristics.conv.gemm_columns_win(
+                                      or small_1x1 and pro is not None
+                                      or lw.heuristics.conv.gemm_columns_win(
                                           cin, kh, kw, stride, n, ho, wo)):
         k = cin * kh * kw
         cols = lw.heuristics.conv.gemm_columns_win(cin, kh, kw, stride, n, ho, wo)
@@ -484,6 +477,14 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
         scratch = lw.scratch(BY_OPCODE[P.I_CONV_GEMM].scratch[1](fields))
         fields[20] = scratch.addr
         lw.emit(P.instruction(P.I_CONV_GEMM, *fields))
+    elif small_1x1:  # positions first, both sides transposed (om_conv1x1.h)
+        panels = lw.weights.panels((lw.const_key(node.inputs[1]), "^1x1"),
+                                   lambda: W.reshape(cout, cin).T)
+        scratch = lw.scratch((n * h * wd * cin + 15) // 16 * 16 + n * h * wd * cout)
+        lw.emit(P.instruction(P.I_CONV1X1, xl.addr, n, cin, h * wd, cout,
+                              P.addr(P.WEIGHTS, panels), bl.addr if bl is not None else -1,
+                              act, dst.addr, scratch.addr, P.fbits(p0), P.fbits(p1),
+                              *pro_fields, 0))
     else:
         # the layout of conv_direct_range (om_kernels.h): padded input, tiles, koff, the
         # phase planes' row buffer; the instruction carries it for a worker's own scratch
