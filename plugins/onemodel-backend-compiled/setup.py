@@ -11,6 +11,7 @@ setup(ext_modules=[Extension(
     depends=["onemodel_backend_compiled/csrc/om_kernels.h",
              "onemodel_backend_compiled/csrc/om_math.h",
              "onemodel_backend_compiled/csrc/om_conv_gemm.h",
+             "onemodel_backend_compiled/csrc/om_conv1x1.h",
              "onemodel_backend_compiled/csrc/om_conv_batch.h",
              "onemodel_backend_compiled/csrc/om_pool3.h",
              "onemodel_backend_compiled/csrc/om_prologue.h",

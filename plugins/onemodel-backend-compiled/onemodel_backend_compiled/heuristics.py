@@ -28,7 +28,19 @@ class ConvHeuristics:
     0.74 / 0.78, 1024->512 at 4x4 0.88 / 0.85, 256->32 at 7x7 0.78 / 0.79, but 32->192 at 8x8
     1.29 / 1.38, 160->960 at 2x2 1.09 / 1.08 (conv1x1_gemm), 256->128 at 16x16 0.98 / 0.96.
     conv1x1_gemm (+ ReLU6): 160->960 at 2x2 58 -> 19 us, 96->576 at 4x4 42 -> 27 us; at 8x8
-    the two are even (17 vs 22, 19 vs 17 us) and from 16x16 the direct kernel wins."""
+    the two are even (17 vs 22, 19 vs 17 us) and from 16x16 the direct kernel wins.
+
+    Channels first (out = W x, om_conv1x1.h; + batch norm and ReLU prologue + ReLU, each
+    instruction alone, medians of alternating runs, load 4-7, before -> after): 1024->128 at
+    4x4 b1 122-135 -> 54-81 us, b4 500-544 -> 258-303; 512->128 at 8x8 164-187 -> 121-137;
+    256->128 at 16x16 318-370 -> 260-268; 128->128 at 16x16 b4 690-754 -> 598-653; 768->128 at
+    2x2 b4 126 -> 78. It loses where a panel is mostly empty or split across rows (2x2 at b1,
+    4 of 16 columns: 160->960 31 -> 40-44 us; 15x15, 7x7, 3x3 maps 1.2-1.6x) and with few
+    input channels (16->96 at 32x32 1.14x, 64->128 at 16x16 1.07x without the prologue,
+    0.90x with it): those keep the paths above. The kxk form (conv_gemm_cols) on 4x4: 128->32
+    3x3 b1 24-34 -> 23-31 us, b4 112-126 -> 89-131 (noisy, even at worst); on 8x8 and 16x16
+    it is even with the direct kernel (86 vs 91, 331 vs 324 us), on 7x7 (runs of 7) and 2x2
+    it loses (1.8x, 1.5x)."""
 
     #: implicit GEMM for a kxk stride-1 convolution up to this many output positions
     gemm_max_positions: int = 49
@@ -38,8 +50,40 @@ class ConvHeuristics:
     gemm_1x1_min_cin: int = 256
     #: ... on at most this many positions
     gemm_1x1_max_positions: int = 64
-    #: 1x1 convolutions on maps of at most this many positions run as one GEMM (conv1x1_gemm)
+    #: other 1x1 convolutions on maps of at most this many positions take the implicit GEMM
     one_gemm_1x1_max_positions: int = 36
+    #: a 1x1 stride-1 convolution runs as W x (conv1x1_gemm) from this many input channels ...
+    wx_1x1_min_cin: int = 128
+    #: ... or this many when it applies a batch norm and ReLU to its input (DenseNet's)
+    wx_1x1_min_cin_prologue: int = 64
+    #: ... when its columns (images x positions) are a multiple of this (whole panels)
+    wx_1x1_columns: int = 16
+    #: a kxk stride-1 convolution runs channels first on maps up to this many positions ...
+    cols_max_positions: int = 49
+    #: ... whose width is a multiple of this ...
+    cols_width_multiple: int = 4
+    #: ... with at least this many taps (input channels x kernel positions)
+    cols_min_k: int = 64
+    #: strided ones too (their runs gathered element by element: not measured to win)
+    cols_strided: bool = False
+
+    def one_gemm_1x1_wins(self, cin: int, positions: int, images: int, prologue: bool) -> bool:
+        """Whether a 1x1 stride-1 convolution of one group runs channels first as W x
+        (conv1x1_gemm, om_conv1x1.h): when its columns (images x positions) fill whole
+        16-column panels and it has enough input channels to pay for packing them."""
+        least = self.wx_1x1_min_cin_prologue if prologue else self.wx_1x1_min_cin
+        return images * positions % self.wx_1x1_columns == 0 and cin >= least
+
+    def gemm_columns_win(self, cin: int, kh: int, kw: int, stride, images: int, ho: int,
+                         wo: int) -> bool:
+        """Whether a kxk stride-1 convolution of one group runs as the channels-first implicit
+        GEMM (om_conv_gemm.h's conv_gemm_cols): its columns (images x positions) whole panels,
+        its map at most `cols_max_positions` and its width a multiple of `cols_width_multiple`
+        (a panel's rows are copied by runs of one output row: vector copies of 4, 8 or 16)."""
+        return (kh, kw) != (1, 1) and (tuple(stride) == (1, 1) or self.cols_strided) \
+            and images * ho * wo % self.wx_1x1_columns == 0 \
+            and wo % self.cols_width_multiple == 0 \
+            and ho * wo <= self.cols_max_positions and cin * kh * kw >= self.cols_min_k
 
     def gemm_wins(self, cin: int, kh: int, kw: int, stride, ho: int, wo: int) -> bool:
         """Whether a convolution of one group with no fused pool takes the implicit GEMM."""

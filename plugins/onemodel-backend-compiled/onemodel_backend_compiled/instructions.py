@@ -98,12 +98,24 @@ def conv_direct_scratch(f: list) -> int:
     return koff_end + (wp * sw + 16 if strided else 0)  # + the phase planes' row buffer
 
 
+def _conv1x1_scratch(f: list) -> int:
+    """om_conv1x1.h: channels first, x's panels and C when a panel may span two images;
+    positions first, the transposed input and C."""
+    n, cin, hw, cout = f[1:5]
+    if not f[15]:
+        return _ceil(n * hw * cin, 16) + n * hw * cout
+    s = _ceil(hw, 16)
+    return n * s * (cin + (cout if hw % 16 else 0))
+
+
 def _conv_gemm_scratch(f: list) -> int:
     n, cin, h, w, cout, kh, kw, ph, pw = f[1:10]
     ho, wo = f[14], f[15]
     padded = ph != 0 or pw != 0 or any(f[23 + j] != -1 for j in range(3))
     k, m = cin * kh * kw, n * ho * wo
     xpn = _ceil(n * cin * (h + 2 * ph) * (w + 2 * pw), 16) if padded else 0
+    if f[26]:  # channels first: one panel, and C unless the map is whole panels
+        return xpn + 16 * k + (cout * _ceil(m, 16) if (ho * wo) % 16 else 0)
     mb = min(m, max(6, 98304 // max(k, 1) // 6 * 6))  # om_conv_gemm.h's conv_gemm_rows
     return xpn + _ceil(_ceil(mb, 6) * k, 16) + _ceil(m * cout, 2) + 2 * kh * kw
 
@@ -151,16 +163,17 @@ TABLE: tuple[Instruction, ...] = (
         "mean:addr? scale:addr? shift:addr? scratch_floats:count",
         {**_CONV_ACT, "pool": (0, 1)}), (19, conv_direct_scratch)),
     Instruction("CONV1X1", 12, "conv2d_1x1_gemm", _f(
-        "x:addr n:count cin:count hw:count cout:count wpanels:addr bias:addr? act:code "
-        "out:addr scratch:addr p0:float p1:float", _CONV_ACT),
-        (9, lambda f: _ceil(f[1] * f[3] * f[2], 16) + f[1] * f[3] * f[4])),
+        "x:addr n:count cin:count hw:count cout:count w:addr bias:addr? act:code "
+        "out:addr scratch:addr p0:float p1:float mean:addr? scale:addr? shift:addr? "
+        "layout:code", {**_CONV_ACT, "layout": (0, 1)}), (9, _conv1x1_scratch)),
     Instruction("MEAN_ROWS", 13, "mean", _f("x:addr rows:count cols:count out:addr")),
     Instruction("CONCAT", 14, "concat", None),
     Instruction("CONV_GEMM", 20, "conv2d_gemm", _f(
         "x:addr n:count cin:count h:count w:count cout:count kh:count kw:count ph:stride "
         "pw:stride dh:count dw:count sh:count sw:count ho:count wo:count wpanels:addr "
         "bias:addr? act:code out:addr scratch:addr p0:float p1:float mean:addr? "
-        "scale:addr? shift:addr?", _CONV_ACT), (20, _conv_gemm_scratch),
+        "scale:addr? shift:addr? layout:code", {**_CONV_ACT, "layout": (0, 1)}),
+        (20, _conv_gemm_scratch),
         "20-29: convolution paths"),
     Instruction("GATHER", 30, "gather", _f(
         "x:addr outer:count n:count inner:count idx:addr:i64 nidx:count out:addr negative:code",

@@ -332,19 +332,23 @@ def _conv_direct(c: _Ins) -> None:
     c.flat(19, "scratch", floats)
 
 
-def _conv1x1(c: _Ins) -> None:  # x, N, Cin, HW, Cout, wpanels, bias, act, out, scratch, p0, p1
+def _conv1x1(c: _Ins) -> None:
+    # x, N, Cin, HW, Cout, w, bias, act, out, scratch, p0, p1, mean, scale, shift, layout
     n, cin, hw, cout = c.count(1, "N"), c.count(2, "Cin"), c.count(3, "HW"), c.count(4, "Cout")
     c.flat(0, "x", n * cin * hw)
-    c.flat(5, "weight panels", _ceil(cout, 16) * cin)
+    channels_first = c.code(15, "layout", (0, 1))
+    c.flat(5, "weights" if channels_first else "weight panels",
+           cout * cin if channels_first else _ceil(cout, 16) * cin)
     c.flat(6, "bias", cout, optional=True)
     c.code(7, "activation", CONV_ACTS)
     c.flat(8, "out", n * cout * hw)
+    _prologue(c, 12, cin)
     c.scratch()
 
 
 def _conv_gemm(c: _Ins) -> None:
     # x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, sh, sw, Ho, Wo, wpanels, bias, act, out,
-    # scratch, p0, p1, mean, scale, shift
+    # scratch, p0, p1, mean, scale, shift, layout
     n, cin, h, w, cout = (c.count(i, s) for i, s in ((1, "N"), (2, "Cin"), (3, "H"), (4, "W"),
                                                      (5, "Cout")))
     kh, kw = c.count(6, "kernel height"), c.count(7, "kernel width")
@@ -355,7 +359,9 @@ def _conv_gemm(c: _Ins) -> None:
     _conv_geometry(c, h, w, kh, kw, ph, pw, dh, dw, sh, sw, ho, wo)
     k = cin * kh * kw
     c.flat(0, "x", n * cin * h * w)
-    c.flat(16, "weight panels", _ceil(cout, 16) * k)
+    channels_first = c.code(26, "layout", (0, 1))
+    c.flat(16, "weights" if channels_first else "weight panels",
+           cout * k if channels_first else _ceil(cout, 16) * k)
     c.flat(17, "bias", cout, optional=True)
     c.code(18, "activation", CONV_ACTS)
     c.flat(19, "out", n * cout * ho * wo)

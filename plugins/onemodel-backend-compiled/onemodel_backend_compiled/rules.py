@@ -18,6 +18,7 @@ from onemodel.core.symbolic import evaluate_nested
 
 from . import linear_fusion
 from . import program as P
+from .instructions import BY_OPCODE
 from .lower import Loc, Lowering, contiguous_strides, squeeze_dims
 from .views import heads_last_dest, reshape_view, split_view
 from .traits import epilogue_of, full_params, permutation_of, traits_of
@@ -446,29 +447,44 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
     if reader is not None:  # its output is only the pool's input when pooled: never stored
         lw.fused[id(reader[0])] = dst if pool is None else None
     pro_fields = [-1, -1, -1] if pro is None else [P.addr(P.WEIGHTS, o) for o in pro]
-    small_1x1 = (kh, kw, sh, sw, ph, pw, g) == (1, 1, 1, 1, 0, 0, 1) \
-        and h * wd <= lw.heuristics.conv.one_gemm_1x1_max_positions
-    if pool is None and g == 1 and (lw.heuristics.conv.gemm_wins(cin, kh, kw, stride, ho, wo)
-                                    or small_1x1 and pro is not None):
+    is_1x1 = pool is None and (kh, kw, sh, sw, ph, pw, g) == (1, 1, 1, 1, 0, 0, 1)
+    one_gemm_1x1 = is_1x1 and lw.heuristics.conv.one_gemm_1x1_wins(cin, h * wd, n, pro is not None)
+    small_1x1 = is_1x1 and h * wd <= lw.heuristics.conv.one_gemm_1x1_max_positions
+    if one_gemm_1x1:  # channels first as W x (om_conv1x1.h)
+        woff = lw.weights.offset(("1x1", lw.const_key(node.inputs[1])),
+                                 lambda: W.reshape(cout, cin))
+        s16 = -(-(h * wd) // 16) * 16
+        scratch = lw.scratch(n * s16 * (cin + (cout if (h * wd) % 16 else 0)))
+        lw.emit(P.instruction(P.I_CONV1X1, xl.addr, n, cin, h * wd, cout,
+                              P.addr(P.WEIGHTS, woff), bl.addr if bl is not None else -1,
+                              act, dst.addr, scratch.addr, P.fbits(p0), P.fbits(p1),
+                              *pro_fields, 1))
+    elif pool is None and g == 1 and (lw.heuristics.conv.gemm_wins(cin, kh, kw, stride, ho, wo)
+                                      or small_1x1 and pro is not None
+                                      or lw.heuristics.conv.gemm_columns_win(
+                                          cin, kh, kw, stride, n, ho, wo)):
         k = cin * kh * kw
-        panels = lw.weights.panels((lw.const_key(node.inputs[1]), "^gemm"),
-                                   lambda: W.reshape(cout, k).T)
-        mb = conv_gemm_rows(k, n * ho * wo)
-        xpn = 0 if (ph, pw) == (0, 0) and pro is None \
-            else (n * cin * (h + 2 * ph) * (wd + 2 * pw) + 15) // 16 * 16
-        scratch = lw.scratch(xpn + (-(-mb // 6) * 6 * k + 15) // 16 * 16 + n * ho * wo * cout
-                             + 2 * kh * kw + 2)
-        lw.emit(P.instruction(P.I_CONV_GEMM, xl.addr, n, cin, h, wd, cout, kh, kw, ph, pw,
-                              dh, dw, sh, sw, ho, wo, P.addr(P.WEIGHTS, panels),
-                              bl.addr if bl is not None else -1, act, dst.addr, scratch.addr,
-                              P.fbits(p0), P.fbits(p1), *pro_fields))
-    elif pool is None and small_1x1:
+        cols = lw.heuristics.conv.gemm_columns_win(cin, kh, kw, stride, n, ho, wo)
+        if cols:  # channels first: W as it is (om_conv_gemm.h's conv_gemm_cols)
+            wts = lw.weights.offset(("cols", lw.const_key(node.inputs[1])),
+                                    lambda: W.reshape(cout, k))
+        else:
+            wts = lw.weights.panels((lw.const_key(node.inputs[1]), "^gemm"),
+                                    lambda: W.reshape(cout, k).T)
+        fields = [xl.addr, n, cin, h, wd, cout, kh, kw, ph, pw, dh, dw, sh, sw, ho, wo,
+                  P.addr(P.WEIGHTS, wts), bl.addr if bl is not None else -1, act, dst.addr,
+                  0, P.fbits(p0), P.fbits(p1), *pro_fields, 1 if cols else 0]
+        scratch = lw.scratch(BY_OPCODE[P.I_CONV_GEMM].scratch[1](fields))
+        fields[20] = scratch.addr
+        lw.emit(P.instruction(P.I_CONV_GEMM, *fields))
+    elif small_1x1:  # positions first, both sides transposed (om_conv1x1.h)
         panels = lw.weights.panels((lw.const_key(node.inputs[1]), "^1x1"),
                                    lambda: W.reshape(cout, cin).T)
         scratch = lw.scratch((n * h * wd * cin + 15) // 16 * 16 + n * h * wd * cout)
         lw.emit(P.instruction(P.I_CONV1X1, xl.addr, n, cin, h * wd, cout,
                               P.addr(P.WEIGHTS, panels), bl.addr if bl is not None else -1,
-                              act, dst.addr, scratch.addr, P.fbits(p0), P.fbits(p1)))
+                              act, dst.addr, scratch.addr, P.fbits(p0), P.fbits(p1),
+                              *pro_fields, 0))
     else:
         # the layout of conv_direct_range (om_kernels.h): padded input, tiles, koff, the
         # phase planes' row buffer; the instruction carries it for a worker's own scratch

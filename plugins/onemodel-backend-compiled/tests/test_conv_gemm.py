@@ -35,8 +35,8 @@ GEMM_CASES = [
     (6, 16, (3, 3), 2, 1, 1, None, False, (15, 15), True),     # stride 2, 64 outputs: limit
     (6, 16, (3, 3), 2, 1, 1, None, False, (17, 17), False),    # 81: the direct kernel
     (12, 40, (1, 1), 2, 0, 1, "relu", True, (8, 8), True),     # 1x1 stride 2, no padding
-    (256, 24, (1, 1), 1, 0, 1, "tanh", True, (8, 8), True),    # 1x1: 256 inputs, 64 outputs
-    (255, 24, (1, 1), 1, 0, 1, "tanh", True, (8, 8), False),   # 255 inputs: direct
+    (256, 24, (1, 1), 1, 0, 1, "tanh", True, (7, 9), True),    # 1x1: 256 inputs, 63 outputs
+    (255, 24, (1, 1), 1, 0, 1, "tanh", True, (7, 9), False),   # 255 inputs: direct
     (256, 24, (1, 1), 1, 0, 1, "relu", True, (9, 8), False),   # 72 outputs: direct
     (7, 9, (3, 3), 1, 2, 2, "relu6", True, (5, 5), True),      # dilation 2
     (8, 17, (3, 1), 1, (1, 0), 1, "hardswish", True, (4, 6), True),  # 3x1, rows padded only

@@ -33,9 +33,12 @@ CASES = [  # channels of the two concatenated inputs, cout, kernel, stride, pad,
     ((24, 40), 16, 3, 1, 1, (16, 16), "conv2d_direct"),   # stride 1: rows copied in
     ((8, 9), 12, 3, 2, 1, (20, 21), "conv2d_direct"),     # stride 2: phase planes
     ((32, 32), 20, 3, 1, 1, (4, 4), "conv2d_gemm"),       # small map: padded input built
-    ((40, 24), 32, 1, 1, 0, (4, 4), "conv2d_gemm"),       # 1x1 small map, no padding
-    ((200, 100), 24, 1, 1, 0, (8, 8), "conv2d_gemm"),     # 1x1 over 300 channels at 8x8
-    ((40, 24), 32, 1, 1, 0, (16, 16), "conv2d_direct"),   # 1x1 16x16: written in place
+    ((40, 24), 32, 1, 1, 0, (2, 5), "conv2d_gemm"),       # 1x1 small map, no padding
+    ((200, 100), 24, 1, 1, 0, (7, 7), "conv2d_gemm"),     # 1x1 over 300 channels at 7x7
+    ((16, 8), 32, 1, 1, 0, (16, 16), "conv2d_direct"),    # 1x1 16x16: written in place
+    ((40, 24), 32, 1, 1, 0, (4, 4), "conv2d_1x1_gemm"),   # 1x1 as W x, whole panels
+    ((200, 100), 24, 1, 1, 0, (8, 8), "conv2d_1x1_gemm"),
+    ((40, 24), 32, 1, 1, 0, (16, 16), "conv2d_1x1_gemm"),
 ]
 
 

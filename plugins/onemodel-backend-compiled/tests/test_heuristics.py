@@ -37,7 +37,8 @@ def test_the_copy_in_use_decides_the_convolution_path(monkeypatch):
     assert "conv2d_gemm" in _conv_plan(4)  # 16 positions: the implicit GEMM (AVX2 figures)
     src = heuristics.source(_native.isa())
     never = attrs.evolve(heuristics.MEASURED[src],
-                         conv=heuristics.ConvHeuristics(gemm_max_positions=0))
+                         conv=heuristics.ConvHeuristics(gemm_max_positions=0,
+                                                        cols_max_positions=0))
     monkeypatch.setitem(heuristics.MEASURED, src, never)
     plan = _conv_plan(4)
     assert "conv2d_gemm" not in plan and "conv2d_direct" in plan

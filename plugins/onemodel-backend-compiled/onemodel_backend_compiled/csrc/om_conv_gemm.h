@@ -89,14 +89,83 @@ static void SFX(pack_patches)(const float *xp, float *ap, long m0, long m1, long
 
 /* f: x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, sh, sw, Ho, Wo, wpanels, bias, act, out,
  *    scratch, p0, p1 (the activation's parameters, as doubles), then the input prologue's
- *    mean, scale and shift (om_prologue.h; -1 for none)
+ *    mean, scale and shift (om_prologue.h; -1 for none), layout (0 positions first, the
+ *    weights as 16-column panels of W^T; 1 channels first, conv_gemm_cols: W as it is)
  * scratch: N Cin Hp Wp (rounded up to 16; none without padding or prologue) + mb' K (rounded
  * up to 16; mb' is mb rounded up to whole tiles of 6) + N Ho Wo Cout + 2 kh kw + 2 floats,
- * mb = conv_gemm_rows(K, N Ho Wo) */
+ * mb = conv_gemm_rows(K, N Ho Wo); layout 1: the padded input, then 16 K + (Cout times N Ho Wo
+ * rounded up to 16, when Ho Wo % 16 != 0) */
 static long SFX(conv_gemm_rows)(long K, long M) {
     long mb = (98304 / (K > 0 ? K : 1)) / 6 * 6;  /* about 384 KiB of A next to a panel in L2 */
     if (mb < 6) mb = 6;
     return mb < M ? mb : M;
+}
+
+/* the channels-first form (layout 1): out[n] (Cout x Ho Wo) = W (Cout x K) B[n], B's columns
+ * the output positions of every image in turn and its rows the taps (ci, u, t), packed one
+ * 16-column panel at a time from the padded input: at stride 1 a panel's row is a run of
+ * contiguous floats per output row it covers (one vector copy on a 16x16 map, two on 8x8,
+ * four 4-float runs on 4x4), where the positions-first form gathers every element alone (a
+ * third of a 128->32 3x3 layer's time on 4x4). W's rows are A's rows as they are, bias per
+ * row and ReLU in the registers, straight into out when Ho Wo is a multiple of 16, otherwise
+ * through C (Cout x the panels' columns) and out by runs. scratch: the padded input as
+ * conv_gemm's, then one panel (16 K), then C (when Ho Wo % 16 != 0) */
+static __attribute__((noinline)) void SFX(conv_gemm_cols)(const int64_t *f, float **bufs, const float *xp, long Hp,
+                                long Wp, float *scr) {
+    const float *w = OM_ADDR(bufs, f[16]), *bias = OM_ADDR(bufs, f[17]);
+    float *out = OM_ADDR(bufs, f[19]);
+    long Nn = f[1], Cin = f[2], Cout = f[5], kh = f[6], kw = f[7];
+    long dh = f[10], dw = f[11], sh = f[12], sw = f[13], Ho = f[14], Wo = f[15];
+    int act = (int)f[18];
+    long K = Cin * kh * kw, P = Ho * Wo, cols = Nn * P, np = (cols + 15) / 16, ldc = np * 16;
+    long plane = Hp * Wp;
+    float *B = scr, *Cs = scr + 16 * K;
+    int direct = P % 16 == 0;
+    SFX(Epi) e = {bias, bias ? 2 : 0, 0, 0, act == ACT_RELU ? ACT_RELU : ACT_NONE};
+    for (long j = 0; j < np; j++) {
+        long c0 = j * 16, c1 = c0 + 16 < cols ? c0 + 16 : cols;
+        if (c1 - c0 < 16)
+            for (long k = 0; k < K; k++)
+                memset(B + k * 16 + (c1 - c0), 0, (16 - (c1 - c0)) * sizeof(float));
+        for (long c = c0; c < c1;) {  /* a run: consecutive positions of one output row */
+            long n = c / P, p = c % P, oh = p / Wo, ow = p % Wo;
+            long run = Wo - ow < c1 - c ? Wo - ow : c1 - c;
+            const float *xn = xp + n * Cin * plane + oh * sh * Wp + ow * sw;
+            float *b = B + (c - c0);
+            /* inline copies (a memcpy call per run was most of the time) */
+#define OM_COLS_RUNS(COPY) \
+            for (long ci = 0; ci < Cin; ci++) \
+                for (long u = 0; u < kh; u++) \
+                    for (long t = 0; t < kw; t++, b += 16) { \
+                        const float *src = xn + ci * plane + u * dh * Wp + t * dw; \
+                        COPY; \
+                    }
+            if (sw != 1) OM_COLS_RUNS(for (long q = 0; q < run; q++) b[q] = src[q * sw])
+            else if (run == 16) OM_COLS_RUNS(SFX(st8)(b, SFX(ld8)(src));
+                                             SFX(st8)(b + 8, SFX(ld8)(src + 8)))
+            else if (run == 8) OM_COLS_RUNS(SFX(st8)(b, SFX(ld8)(src)))
+            else if (run == 4) OM_COLS_RUNS(b[0] = src[0]; b[1] = src[1]; b[2] = src[2];
+                                            b[3] = src[3])
+            else OM_COLS_RUNS(for (long q = 0; q < run; q++) b[q] = src[q])
+#undef OM_COLS_RUNS
+            c += run;
+        }
+        float *C = Cs;
+        long n0 = c0, ld = ldc;
+        if (direct) { C = out + (c0 / P) * Cout * P; n0 = c0 % P; ld = P; }
+        int nr = (int)(c1 - c0);
+        for (long m0 = 0; m0 < Cout; m0 += 6) {
+            int mr = (int)(Cout - m0 < 6 ? Cout - m0 : 6);
+            const float *r[6];
+            for (int q = 0; q < 6; q++) r[q] = w + (m0 + (q < mr ? q : 0)) * K;
+            if (mr <= 4) SFX(ukr4x16)(K, r, B, mr, nr, m0, n0, C, ld, &e);
+            else SFX(ukr6x16)(K, r, B, mr, nr, m0, n0, C, ld, &e);
+        }
+    }
+    if (!direct)
+        for (long n = 0; n < Nn; n++)
+            for (long co = 0; co < Cout; co++)
+                memcpy(out + (n * Cout + co) * P, Cs + co * ldc + n * P, P * sizeof(float));
 }
 
 static void SFX(conv_gemm)(const int64_t *f, float **bufs) {
@@ -122,6 +191,12 @@ static void SFX(conv_gemm)(const int64_t *f, float **bufs) {
             for (long h = 0; h < H; h++)
                 SFX(pro_row)(&pro, c % Cin, x + (c * H + h) * W, xp + (c * Hp + h + ph) * Wp + pw,
                              W);
+    }
+    if (f[26]) {  /* channels first; then any activation past ReLU over out in one pass */
+        SFX(conv_gemm_cols)(f, bufs, xp, Hp, Wp, scr + xpn);
+        if (act != ACT_NONE && act != ACT_RELU)
+            SFX(act_rows)(act, (float)d0, (float)d1, out, M * Cout);
+        return;
     }
     SFX(Epi) e = {bias, bias ? 1 : 0, 0, 0, act == ACT_RELU ? ACT_RELU : ACT_NONE};
     for (long m0b = 0; m0b < M; m0b += mb) {

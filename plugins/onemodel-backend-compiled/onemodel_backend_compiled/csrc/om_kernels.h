@@ -123,7 +123,7 @@ static inline SFX(v8) SFX(gelu_tanh8)(SFX(v8) x);
  * (tanh, sigmoid and GELU-tanh too: through store_tile's scalar formulas a linear + GELU-tanh
  * spent 9 ns an element, 15x its GEMM) */
 static inline int SFX(fast_epi)(int nr, const SFX(Epi) *e) {
-    return nr == 16 && e->bias_mode != 2
+    return nr == 16
            && (e->act == ACT_NONE || e->act == ACT_RELU || e->act == ACT_GELU
                || e->act == ACT_TANH || e->act == ACT_SIGMOID || e->act == ACT_GELU_TANH);
 }
@@ -131,6 +131,7 @@ static inline int SFX(fast_epi)(int nr, const SFX(Epi) *e) {
 static inline void SFX(store16)(V8 v0, V8 v1, long m, long n0, float *C, long ldc,
                                 const SFX(Epi) *e) {
     if (e->bias_mode == 1) { v0 += SFX(ld8)(e->bias + n0); v1 += SFX(ld8)(e->bias + n0 + 8); }
+    else if (e->bias_mode == 2) { V8 rb = SFX(bc)(e->bias[m]); v0 += rb; v1 += rb; }
     if (e->resid) {
         const float *res = e->resid + m * e->ldr + n0;
         v0 += SFX(ld8)(res); v1 += SFX(ld8)(res + 8);
@@ -824,44 +825,7 @@ static void SFX(conv_direct)(const int64_t *f, float **bufs) {
 /* the floats of scratch conv_direct_range uses: a worker's part gets this much of its own */
 static long SFX(conv_direct_scratch)(const int64_t *f) { return f[28]; }
 
-/* f: x, N, Cin, HW, Cout, wpanels, bias, act, out, scratch, p0, p1
- * A 1x1 stride-1 convolution on a small map as one packed GEMM over every position of every
- * image: (N HW x Cin) x (Cin x Cout), the weights streamed once in 16-column panels with the
- * bias and ReLU in the register epilogue, then transposed back to channels first. On a 2x2 or
- * 4x4 map the direct kernel's 24-position tiles are mostly empty and it re-reads its inputs
- * for every 4 output channels. */
-/* images [n_lo, n_hi) only: each image's rows of the transposed input and of the GEMM's
- * result have their own place in the scratch, so parts of a split share it */
-static void SFX(conv1x1_range)(const int64_t *f, float **bufs, long n_lo, long n_hi) {
-    const float *x = OM_ADDR(bufs, f[0]), *wp = OM_ADDR(bufs, f[5]), *bias = OM_ADDR(bufs, f[6]);
-    float *out = OM_ADDR(bufs, f[8]), *scr = OM_ADDR(bufs, f[9]);
-    long Nn = f[1], Cin = f[2], HW = f[3], Cout = f[4];
-    int act = (int)f[7];
-    double d0, d1;
-    memcpy(&d0, f + 10, 8); memcpy(&d1, f + 11, 8);
-    float *T = scr, *C = scr + (Nn * HW * Cin + 15) / 16 * 16;
-    long whole = Nn * HW;  /* one row in all takes the GEMV */
-    x += n_lo * Cin * HW; out += n_lo * Cout * HW;
-    T += n_lo * HW * Cin; C += n_lo * HW * Cout;
-    Nn = n_hi - n_lo;
-    for (long n = 0; n < Nn; n++)
-        for (long ci = 0; ci < Cin; ci++) {
-            const float *xr = x + (n * Cin + ci) * HW;
-            float *t = T + n * HW * Cin + ci;
-            for (long p = 0; p < HW; p++) t[p * Cin] = xr[p];
-        }
-    SFX(Epi) e = {bias, bias ? 1 : 0, 0, 0, act == ACT_RELU ? ACT_RELU : ACT_NONE};
-    if (whole == 1) SFX(gemm)(1, Cin, Cout, T, Cin, wp, C, Cout, &e);
-    else SFX(gemm_part)(0, Nn * HW, 0, (Cout + 15) / 16, Cin, Cout, T, Cin, wp, C, Cout, &e);
-    for (long n = 0; n < Nn; n++)
-        for (long co = 0; co < Cout; co++) {
-            const float *c = C + n * HW * Cout + co;
-            float *o = out + (n * Cout + co) * HW;
-            for (long p = 0; p < HW; p++) o[p] = c[p * Cout];
-        }
-    if (act != ACT_NONE && act != ACT_RELU)
-        SFX(act_rows)(act, (float)d0, (float)d1, out, Nn * Cout * HW);
-}
+#include "om_conv1x1.h"
 
 static void SFX(conv1x1_gemm)(const int64_t *f, float **bufs) {
     SFX(conv1x1_range)(f, bufs, 0, f[1]);

@@ -21,10 +21,10 @@ enum {
     I_COPY = 9,  /* copy: 14 fields */
     I_BMM = 10,  /* matmul: 15 fields */
     I_CONV_DIRECT = 11,  /* conv2d_direct: 29 fields */
-    I_CONV1X1 = 12,  /* conv2d_1x1_gemm: 12 fields */
+    I_CONV1X1 = 12,  /* conv2d_1x1_gemm: 16 fields */
     I_MEAN_ROWS = 13,  /* mean: 4 fields */
     I_CONCAT = 14,  /* concat: variable */
-    I_CONV_GEMM = 20,  /* conv2d_gemm: 26 fields; 20-29: convolution paths */
+    I_CONV_GEMM = 20,  /* conv2d_gemm: 27 fields; 20-29: convolution paths */
     I_GATHER = 30,  /* gather: 8 fields; the text helper's range: 30-39 */
     I_ATTN_MASK = 31,  /* attention: 30 fields */
     I_LSTM = 40,  /* lstm: 19 fields; 40-49: recurrent layers (om_rnn.h) */
@@ -41,9 +41,9 @@ enum {
 #define I_COPY_FIELDS 14
 #define I_BMM_FIELDS 15
 #define I_CONV_DIRECT_FIELDS 29
-#define I_CONV1X1_FIELDS 12
+#define I_CONV1X1_FIELDS 16
 #define I_MEAN_ROWS_FIELDS 4
-#define I_CONV_GEMM_FIELDS 26
+#define I_CONV_GEMM_FIELDS 27
 #define I_GATHER_FIELDS 8
 #define I_ATTN_MASK_FIELDS 30
 #define I_LSTM_FIELDS 19
