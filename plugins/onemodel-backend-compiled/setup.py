@@ -29,6 +29,7 @@ setup(ext_modules=[Extension(
              "onemodel_backend_compiled/csrc/om_wide.h",
              "onemodel_backend_compiled/csrc/om_sigrows.h",
              "onemodel_backend_compiled/csrc/om_vm.h",
+             "onemodel_backend_compiled/csrc/om_dw.h",
              "onemodel_backend_compiled/csrc/om_vm_scale.h"],
     extra_compile_args=["-O3", "-std=gnu11", "-fno-math-errno", "-fno-trapping-math",
                         "-fno-strict-aliasing",

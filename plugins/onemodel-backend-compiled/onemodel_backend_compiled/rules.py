@@ -491,6 +491,8 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
         need = (xpn + 15) // 16 * 16 + cog4 * nqr + 32 + 2 * k + 2 + wp * sw + 16
         if cig == 1 and cog == 1:  # depthwise on a small map: 8-channel blocks (om_kernels.h)
             need = max(need, (hp * wfull + kh * kw + ho * wo) * 8)
+            ws = -(-((wd + 2 * pw + 1) // sh + 24) // 8) * 8  # om_dw.h's dw_direct_scratch
+            need = max(need, 17 * sh * ws + 2 * sh * ws + 96)
         scratch = lw.scratch(need)
         woff = lw.weights.offset(("conv4", lw.const_key(node.inputs[1]), g),
                                  lambda: pack_conv_weights(W, g))
