@@ -5,7 +5,7 @@
  * rows into the output: three extra passes over every value, and on a 112x112 map (50 KiB a
  * channel) through L2. Here each input row is copied once into a zero-padded row slot (split
  * into its even and odd columns at stride 2, so a tap is again a shifted unaligned load), the
- * slots kept in a ring of 8 while the output rows that read them are computed, two output
+ * slots kept in a ring of 16 while the output rows that read them are computed, two output
  * rows a pass, 32 columns at a time in 8 independent sums (then 16, then 8), the activation in
  * the registers (ReLU, clip) or on the output row while it is in L1 (the others, act_rows).
  * Same order of sums as dw_rows: the taps from zero in (row, column) order, then the bias.
