@@ -72,8 +72,8 @@ def _rule(gates: int):
         key = lw.const_key
         fused = fused_rnn(gates, batch, h, lbr)
         if fused:
-            src, w, w2, rec_bias = _fused(lw, key, (w_ih, w_hh, b_ih, b_hh),
-                                          (W_ih, W_hh, B_ih, B_hh), gates, h, size, lbr)
+            w, w2, rec_bias = _fused(lw, key, (w_ih, w_hh, b_ih, b_hh),
+                                     (W_ih, W_hh, B_ih, B_hh), gates, h, size, lbr)
             loc, pre_step, pre_row = sequence_src(lw, x)
             src = loc.addr
         else:
@@ -165,7 +165,7 @@ def _fused(lw: Lowering, key, values, arrays, gates: int, h: int, size: int, lbr
         bias = P.addr(P.WEIGHTS, lw.weights.plain(
             (f"rnn{gates} biases by unit", *(key(b) for b in (b_ih, b_hh) if b is not None)),
             np.ascontiguousarray(by_gate.T)))
-    return -1, w, -1, bias
+    return w, -1, bias
 
 
 def _projection_and_panels(lw: Lowering, key, values, arrays, x, gh: int, h: int, lbr: bool):
