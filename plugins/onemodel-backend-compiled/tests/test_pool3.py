@@ -23,6 +23,24 @@ def pool_formula(x, pad, ho, wo):
     return np.where(np.isnan(win).any(axis=0), np.nan, out)
 
 
+def _traced(x, pad, ceil):
+    return om.trace(lambda t: om.ops.max_pool2d(t, 3, 2, pad, ceil_mode=ceil),
+                    Tensor.from_numpy(x), "batch", None, None, None)
+
+
+def _pooled_natively(x, pad, ceil):
+    """The compiled pool of ``x`` (all native), checked against the numpy backend and the
+    window formula."""
+    traced = _traced(x, pad, ceil)
+    session = om.Session(traced, backend="compiled")
+    assert "0 on numpy" in session.plan_source({"input": x})
+    got = session.run({"input": x})["output"].numpy()
+    ref = om.Session(traced, backend="numpy").run({"input": x})["output"].numpy()
+    np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(got, pool_formula(x, pad, *got.shape[2:]))
+    return got
+
+
 @pytest.mark.parametrize("hw", [(31, 31), (20, 19), (15, 40)])
 @pytest.mark.parametrize("pad", [0, 1])
 @pytest.mark.parametrize("ceil", [True, False])
@@ -31,14 +49,7 @@ def test_max_pool_3x3_stride_2_rows(hw, pad, ceil, isa):
     x = rng.standard_normal((3, 5, *hw)).astype(np.float32)
     x[0, 0, 4, 4], x[1, 2, 0, 17], x[2, 4, -1, -1], x[0, 3, 9, 0] = np.nan, np.inf, np.nan, -np.inf
     x[1, 1, 2:6, 2:6] = -np.inf
-    traced = om.trace(lambda t: om.ops.max_pool2d(t, 3, 2, pad, ceil_mode=ceil),
-                      Tensor.from_numpy(x), "batch", None, None, None)
-    session = om.Session(traced, backend="compiled")
-    assert "0 on numpy" in session.plan_source({"input": x})
-    got = session.run({"input": x})["output"].numpy()
-    ref = om.Session(traced, backend="numpy").run({"input": x})["output"].numpy()
-    np.testing.assert_array_equal(got, ref)
-    np.testing.assert_array_equal(got, pool_formula(x, pad, *got.shape[2:]))
+    got = _pooled_natively(x, pad, ceil)
     assert np.isnan(got).any() and np.isneginf(got).any() and np.isposinf(got).any()
 
 
@@ -54,14 +65,7 @@ def test_max_pool_3x3_stride_2_narrow_maps(hw, pad, ceil, isa):
     flat = x.reshape(-1)
     picks = rng.choice(flat.size, size=9, replace=False)
     flat[picks[:3]], flat[picks[3:6]], flat[picks[6:]] = np.nan, np.inf, -np.inf
-    traced = om.trace(lambda t: om.ops.max_pool2d(t, 3, 2, pad, ceil_mode=ceil),
-                      Tensor.from_numpy(x), "batch", None, None, None)
-    session = om.Session(traced, backend="compiled")
-    assert "0 on numpy" in session.plan_source({"input": x})
-    got = session.run({"input": x})["output"].numpy()
-    ref = om.Session(traced, backend="numpy").run({"input": x})["output"].numpy()
-    np.testing.assert_array_equal(got, ref)
-    np.testing.assert_array_equal(got, pool_formula(x, pad, *got.shape[2:]))
+    _pooled_natively(x, pad, ceil)
 
 
 @pytest.mark.parametrize("hw", [(1, 1), (2, 2), (1, 4), (4, 1)])
@@ -71,12 +75,7 @@ def test_max_pool_3x3_stride_2_tiny_maps_padded(hw, ceil, isa):
     several rows within one vector's reach of the output's end."""
     x = np.random.default_rng(sum(hw)).standard_normal((3, 7, *hw)).astype(np.float32)
     x[1, 3].flat[0] = np.nan
-    traced = om.trace(lambda t: om.ops.max_pool2d(t, 3, 2, 1, ceil_mode=ceil),
-                      Tensor.from_numpy(x), "batch", None, None, None)
-    session = om.Session(traced, backend="compiled")
-    assert "0 on numpy" in session.plan_source({"input": x})
-    got = session.run({"input": x})["output"].numpy()
-    np.testing.assert_array_equal(got, pool_formula(x, 1, *got.shape[2:]))
+    _pooled_natively(x, 1, ceil)
 
 
 @pytest.mark.parametrize("hw", [(15, 15), (7, 7), (2, 2)])
@@ -85,8 +84,7 @@ def test_narrow_pool_split_over_threads_is_exact(hw, monkeypatch):
     (its last rows are copied, not stored as a whole vector), so the bits are one thread's."""
     monkeypatch.setattr(adaptive, "MARGIN", float("inf"))  # the pool whatever timings say
     x = np.random.default_rng(hw[0]).standard_normal((3, 37, *hw)).astype(np.float32)
-    traced = om.trace(lambda t: om.ops.max_pool2d(t, 3, 2, 1, ceil_mode=True),
-                      Tensor.from_numpy(x), "batch", None, None, None)
+    traced = _traced(x, 1, True)
     want = om.Session(traced, backend="compiled").run({"input": x})["output"].numpy()
     before = _native.split_min_work()
     _native.split_min_work(0)  # parts of a few channels

@@ -75,20 +75,14 @@ static inline __attribute__((always_inline)) void SFX(dw_pass)(
     for (int r = 0; r < R; r++) memcpy(orow[r], tr[r], Wo * sizeof(float));
 }
 
-/* a padded row's even and odd columns (n2 of each): 8 of each per two vector loads */
+/* a padded row's even and odd columns (n2 of each): 8 of each per two vector loads (also the
+ * direct kernel's stride-2 phase planes, phase_planes) */
 static inline void SFX(dw_split2)(const float *tmp, float *ev, float *od, long n2) {
-    typedef int32_t SFX(dwq8) __attribute__((vector_size(32)));
     long j = 0;
     for (; j + 8 <= n2; j += 8) {
         V8 m0 = SFX(ld8)(tmp + 2 * j), m1 = SFX(ld8)(tmp + 2 * j + 8);
-#ifdef __clang__
-        V8 e = __builtin_shufflevector(m0, m1, 0, 2, 4, 6, 8, 10, 12, 14);
-        V8 o = __builtin_shufflevector(m0, m1, 1, 3, 5, 7, 9, 11, 13, 15);
-#else
-        V8 e = __builtin_shuffle(m0, m1, (SFX(dwq8)){0, 2, 4, 6, 8, 10, 12, 14});
-        V8 o = __builtin_shuffle(m0, m1, (SFX(dwq8)){1, 3, 5, 7, 9, 11, 13, 15});
-#endif
-        SFX(st8)(ev + j, e); SFX(st8)(od + j, o);
+        SFX(st8)(ev + j, OM_SHUF8X2(m0, m1, 0, 2, 4, 6, 8, 10, 12, 14));
+        SFX(st8)(od + j, OM_SHUF8X2(m0, m1, 1, 3, 5, 7, 9, 11, 13, 15));
     }
     for (; j < n2; j++) { ev[j] = tmp[2 * j]; od[j] = tmp[2 * j + 1]; }
 }

@@ -627,7 +627,6 @@ static void SFX(dw_small)(const float *x, const float *wpk, const float *bias, f
 static void SFX(phase_planes)(const float *xg, float *xp, long cig, long H, long W, long sh,
                               long sw, long ph, long pw, long Hph, long Wp, long plane,
                               float *tmp, const SFX(Pro) *pro, long c0) {
-    typedef int32_t SFX(q8) __attribute__((vector_size(32)));
     long wt = Wp * sw;
     memset(tmp, 0, (wt + 16) * sizeof(float));  /* its padding stays zero: rows fill the inside */
     for (long ci = 0; ci < cig; ci++)
@@ -642,20 +641,8 @@ static void SFX(phase_planes)(const float *xg, float *xp, long cig, long H, long
                 }
                 SFX(pro_row)(pro, c0 + ci, xg + (ci * H + h) * W, tmp + pw, W);  /* W + pw <= wt */
                 if (sw == 2) {
-                    float *r0 = pl + i * Wp, *r1 = r0 + plane;
-                    long j = 0;
-                    for (; j + 8 <= Wp; j += 8) {
-                        V8 m0 = SFX(ld8)(tmp + 2 * j), m1 = SFX(ld8)(tmp + 2 * j + 8);
-#ifdef __clang__
-                        V8 ev = __builtin_shufflevector(m0, m1, 0, 2, 4, 6, 8, 10, 12, 14);
-                        V8 od = __builtin_shufflevector(m0, m1, 1, 3, 5, 7, 9, 11, 13, 15);
-#else
-                        V8 ev = __builtin_shuffle(m0, m1, (SFX(q8)){0, 2, 4, 6, 8, 10, 12, 14});
-                        V8 od = __builtin_shuffle(m0, m1, (SFX(q8)){1, 3, 5, 7, 9, 11, 13, 15});
-#endif
-                        SFX(st8)(r0 + j, ev); SFX(st8)(r1 + j, od);
-                    }
-                    for (; j < Wp; j++) { r0[j] = tmp[2 * j]; r1[j] = tmp[2 * j + 1]; }
+                    float *r0 = pl + i * Wp;
+                    SFX(dw_split2)(tmp, r0, r0 + plane, Wp);  /* om_dw.h */
                 } else
                     for (long b = 0; b < sw; b++) {
                         float *row = pl + b * plane + i * Wp;

@@ -44,17 +44,10 @@ static void SFX(maxpool2s2)(const float *x, float *out, long NC, long H, long W,
 /* 8 outputs from a -inf padded row of column maxima r: out[j] = max(r[2j], r[2j+1], r[2j+2]),
  * by two loads of 8 split into even and odd columns (reads r[0, 18)) */
 static inline V8 SFX(pool3_row8)(const float *r) {
-    typedef int32_t SFX(r8) __attribute__((vector_size(32)));
     V8 a0 = SFX(ld8)(r), a1 = SFX(ld8)(r + 8), b0 = SFX(ld8)(r + 2), b1 = SFX(ld8)(r + 10);
-#ifdef __clang__
-    V8 ev = __builtin_shufflevector(a0, a1, 0, 2, 4, 6, 8, 10, 12, 14);
-    V8 od = __builtin_shufflevector(a0, a1, 1, 3, 5, 7, 9, 11, 13, 15);
-    V8 e2 = __builtin_shufflevector(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14);
-#else
-    V8 ev = __builtin_shuffle(a0, a1, (SFX(r8)){0, 2, 4, 6, 8, 10, 12, 14});
-    V8 od = __builtin_shuffle(a0, a1, (SFX(r8)){1, 3, 5, 7, 9, 11, 13, 15});
-    V8 e2 = __builtin_shuffle(b0, b1, (SFX(r8)){0, 2, 4, 6, 8, 10, 12, 14});
-#endif
+    V8 ev = OM_SHUF8X2(a0, a1, 0, 2, 4, 6, 8, 10, 12, 14);
+    V8 od = OM_SHUF8X2(a0, a1, 1, 3, 5, 7, 9, 11, 13, 15);
+    V8 e2 = OM_SHUF8X2(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14);
     return SFX(max8)(SFX(max8)(ev, od), e2);
 }
 
