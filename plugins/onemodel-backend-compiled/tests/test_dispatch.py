@@ -67,7 +67,9 @@ def test_a_copy_leaving_an_entry_null_inherits_it_from_the_copy_below(restore):
     names = [n for n, _ in _native.copies()]
     if len(names) < 2:
         pytest.skip("this CPU runs only the portable copy")
-    top, below = names[0], names[1]
+    top = names[0]
+    below = _native.below(top)  # (avx512's is avx2: avx2-w16 is a test copy, never below it)
+    assert below in names
     _native.use(top, drop=("copy", "gemm"))
     table = _native.kernels()
     assert table["copy"] == table["gemm"] == below
@@ -104,6 +106,14 @@ def test_use_names_what_it_refuses(restore):
     if "avx512" not in dict(_native.copies()):
         with pytest.raises(ValueError, match="avx512 is not runnable on this CPU"):
             _native.use("avx512")
+
+
+def test_each_copy_names_the_one_below_it():
+    built = {"generic": None, "avx2": "generic", "avx2-w16": "avx2", "avx512": "avx2"}
+    for name, _ in _native.copies():
+        assert _native.below(name) == built[name]  # (a test copy is never below another)
+    with pytest.raises(ValueError, match="kernel copy avx9000 is not built"):
+        _native.below("avx9000")
 
 
 def test_platform_reads_the_lanes_and_the_table(restore):

@@ -411,8 +411,9 @@ def _layer_norm(n, args):
 @pytest.mark.parametrize("wide", _copies_here())
 @pytest.mark.parametrize("affine", ["both", "weight", "none"])
 def test_wide_layer_norm_rows_bit_identical_to_avx2(wide, affine):
-    """Rows of every length 1..70 (the 16-lane pass with both or neither of weight and bias,
-    the 8-lane step, the scalar tail), a NaN and an inf row: avx2's bits, the formula's values."""
+    """Rows of every length 1..70 (the 16-lane pass, the 8-lane step, the padded tail step
+    whose multiply-adds are the vector ones: a scalar tail was fused by GCC in the avx512 copy
+    and not in avx2's), a NaN and an inf row: avx2's bits, the formula's values."""
     rng = np.random.default_rng(len(affine))
     for n in range(1, 71):
         x = (rng.standard_normal((5, n)) * 3 + 1).astype(np.float32)

@@ -281,6 +281,17 @@ static PyObject *om_copies(PyObject *self, PyObject *noargs) {
     return out;
 }
 
+/* below(name) -> the copy that fills the entries the named one leaves NULL (None: the bottom) */
+static PyObject *om_below(PyObject *self, PyObject *args) {
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+    const om_copy *c = find_copy(name);
+    if (!c) return PyErr_Format(PyExc_ValueError, "kernel copy %s is not built into this "
+                                "extension", name);
+    if (!c->below) Py_RETURN_NONE;
+    return PyUnicode_FromString(c->below->name);
+}
+
 static PyObject *om_kernels(PyObject *self, PyObject *noargs) {
     PyObject *out = PyDict_New();
     for (int op = 0; out && op < OM_OPCODE_LIMIT; op++) {
@@ -304,6 +315,8 @@ static PyMethodDef methods[] = {
      "copies below fill the entries it lacks, and those of the instruction keys in drop"},
     {"copies", om_copies, METH_NOARGS,
      "copies() -> [(name, lanes)]: the kernel copies this CPU runs, best first"},
+    {"below", om_below, METH_VARARGS,
+     "below(name) -> the copy filling the entries that copy leaves out (None: the bottom one)"},
     {"kernels", om_kernels, METH_NOARGS,
      "kernels() -> {instruction key: copy}: where each entry of the active table comes from"},
     {NULL, NULL, 0, NULL}};

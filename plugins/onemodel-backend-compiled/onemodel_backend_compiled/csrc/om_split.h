@@ -44,23 +44,35 @@ static void SFX(softmax_range)(const int64_t *f, float **bufs, long lo, long hi)
     for (long r = lo; r < hi; r++) SFX(softmax_row)(x + r * cols, y + r * cols, cols, 1.0f, 1);
 }
 
-/* I_LAYERNORM, rows [lo, hi): x, y, rows, cols, gamma, beta, eps */
+/* the first n (< 8) floats of p, the other lanes pad */
+static inline V8 SFX(ld8_pad)(const float *p, long n, float pad) {
+    float t[8] = {pad, pad, pad, pad, pad, pad, pad, pad};
+    memcpy(t, p, n * sizeof(float));
+    return SFX(ld8)(t);
+}
+
+/* I_LAYERNORM, rows [lo, hi): x, y, rows, cols, gamma, beta, eps.
+ * Every step is a vector one, the row's last cols % 8 values too (one step padded with the
+ * mean, whose delta adds +0, and stored through a buffer): a scalar tail would leave it to the
+ * compiler whether d * d + var, or v * g + b, is one fused multiply-add, and GCC decides that
+ * differently per target (the avx512 copy fused what the avx2 copy did not). A missing weight
+ * is 1 and a missing bias -0.0: x * 1 and x + -0.0 are x, bit for bit, fused or not. */
 static void SFX(layernorm_range)(const int64_t *f, float **bufs, long lo, long hi) {
     long cols = f[3];
     const float *x = OM_ADDR(bufs, f[0]), *g = OM_ADDR(bufs, f[4]), *bt = OM_ADDR(bufs, f[5]);
     float *y = OM_ADDR(bufs, f[1]);
     double epsd; memcpy(&epsd, f + 6, 8);
     float eps = (float)epsd;
+    long c8 = cols / 8 * 8, tail = cols - c8;
+    V8 one = SFX(bc)(1.0f), nzero = SFX(bc)(-0.0f);
     for (long r = lo; r < hi; r++) {
         const float *xr = x + r * cols;
         float *yr = y + r * cols;
         float mean = SFX(sum)(xr, cols) / (float)cols;
         V8 mv = SFX(bc)(mean), sq = {0};
-        long i8 = 0;
-        for (; i8 + 8 <= cols; i8 += 8) { V8 dlt = SFX(ld8)(xr + i8) - mv; sq += dlt * dlt; }
-        float var = SFX(hsum8)(sq);
-        for (; i8 < cols; i8++) var += (xr[i8] - mean) * (xr[i8] - mean);
-        var = var / (float)cols;
+        for (long i = 0; i < c8; i += 8) { V8 dlt = SFX(ld8)(xr + i) - mv; sq += dlt * dlt; }
+        if (tail) { V8 dlt = SFX(ld8_pad)(xr + c8, tail, mean) - mv; sq += dlt * dlt; }
+        float var = SFX(hsum8)(sq) / (float)cols;
         float inv = 1.0f / sqrtf(var + eps);
         V8 iv = SFX(bc)(inv);
 #ifdef OM_LANES16
@@ -68,20 +80,15 @@ static void SFX(layernorm_range)(const int64_t *f, float **bufs, long lo, long h
 #else
         long i = 0;
 #endif
-        /* 8 lanes at a time, the scalar loop's operations in its order (the branches on g and
-         * bt left it scalar: 4x slower) */
-        if (g && bt)
-            for (; i + 8 <= cols; i += 8)
-                SFX(st8)(yr + i, (SFX(ld8)(xr + i) - mv) * iv * SFX(ld8)(g + i)
-                                 + SFX(ld8)(bt + i));
-        else if (!g && !bt)
-            for (; i + 8 <= cols; i += 8)
-                SFX(st8)(yr + i, (SFX(ld8)(xr + i) - mv) * iv);
-        for (; i < cols; i++) {
-            float v = (xr[i] - mean) * inv;
-            if (g) v = v * g[i];
-            if (bt) v = v + bt[i];
-            yr[i] = v;
+        for (; i < c8; i += 8)
+            SFX(st8)(yr + i, (SFX(ld8)(xr + i) - mv) * iv * (g ? SFX(ld8)(g + i) : one)
+                             + (bt ? SFX(ld8)(bt + i) : nzero));
+        if (tail) {
+            float t[8];
+            SFX(st8)(t, (SFX(ld8_pad)(xr + c8, tail, mean) - mv) * iv
+                        * (g ? SFX(ld8_pad)(g + c8, tail, 1.0f) : one)
+                        + (bt ? SFX(ld8_pad)(bt + c8, tail, -0.0f) : nzero));
+            memcpy(yr + c8, t, tail * sizeof(float));
         }
     }
 }

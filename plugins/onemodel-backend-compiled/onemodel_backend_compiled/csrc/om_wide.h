@@ -396,17 +396,15 @@ static long SFX(act_wide)(int act, float p0, float *x, long n) {
 }
 #undef OM_WIDE_MAP
 
-/* layernorm_range's normalising pass (om_split.h) over the whole 16s of a row, with both the
- * weight and the bias or neither (the 8-lane loops' cases and formulas): how many were done */
+/* layernorm_range's normalising pass (om_split.h) over the whole 16s of a row (its formula:
+ * a missing weight is 1, a missing bias -0.0): how many were done */
 static long SFX(ln_wide)(const float *x, float *y, const float *g, const float *bt, float mean,
                          float inv, long n) {
     long i = 0;
-    V16 mv = SFX(bc16)(mean), iv = SFX(bc16)(inv);
-    if (g && bt)
-        for (; i + 16 <= n; i += 16)
-            SFX(st16)(y + i, (SFX(ld16)(x + i) - mv) * iv * SFX(ld16)(g + i) + SFX(ld16)(bt + i));
-    else if (!g && !bt)
-        for (; i + 16 <= n; i += 16) SFX(st16)(y + i, (SFX(ld16)(x + i) - mv) * iv);
+    V16 mv = SFX(bc16)(mean), iv = SFX(bc16)(inv), one = SFX(bc16)(1.0f), nz = SFX(bc16)(-0.0f);
+    for (; i + 16 <= n; i += 16)
+        SFX(st16)(y + i, (SFX(ld16)(x + i) - mv) * iv * (g ? SFX(ld16)(g + i) : one)
+                         + (bt ? SFX(ld16)(bt + i) : nz));
     return i;
 }
 
