@@ -41,6 +41,8 @@
         out_ = SEL(X, p_ / q_); } while (0)
 #define OM_GATE_CLAMP8(X) SFX(vmax)(SFX(bc)(-7.90531110763549805f), \
                                     SFX(vmin)(SFX(bc)(7.90531110763549805f), X))
+#define OM_GATE_CLAMP16(X) SFX(vmax16)(SFX(bc16)(-7.90531110763549805f), \
+                                      SFX(vmin16)(SFX(bc16)(7.90531110763549805f), X))
 #define OM_GATE_SEL8(X, R) (R)  /* a NaN passes the clamp (vmin / vmax return their second
                                   * operand, X, when it is NaN), so the quotient is NaN */
 #define OM_GATE_CLAMP1(X) ((X) > 7.90531110763549805f ? 7.90531110763549805f \
@@ -59,6 +61,38 @@ static inline float SFX(gate_tanh)(float x) {
 }
 static inline V8 SFX(gate_sig8)(V8 x) { return 0.5f * SFX(gate_tanh8)(0.5f * x) + 0.5f; }
 static inline float SFX(gate_sig)(float x) { return 0.5f * SFX(gate_tanh)(0.5f * x) + 0.5f; }
+
+/* -- the fused kernels' batch vector (RB): the 16 rows of one panel row --------------------
+ * One 16-lane register in the copies built with OM_LANES16, two 8-lane halves elsewhere
+ * (RB_N of RB_W lanes). A tile keeps 8 accumulators of its gate sums whatever the width: one
+ * hidden unit's 4 gates x 2 halves on 8 lanes, two units' x 1 on 16 (RB_U units a tile; the
+ * GRU's tiles likewise take RB_P pairs or quads of units), so the FMA pipes have enough
+ * independent chains either way. Per lane the operations and their order are the same, so
+ * the copies' results are identical (test_rnn_copies.py). */
+#ifdef OM_LANES16
+#define RB_N 1
+typedef SFX(v16) SFX(rb);
+#define RB SFX(rb)
+static inline RB SFX(rb_ld)(const float *p) { return SFX(ld16)(p); }
+static inline void SFX(rb_st)(float *p, RB v) { SFX(st16)(p, v); }
+static inline RB SFX(rb_bc)(float x) { return SFX(bc16)(x); }
+static inline RB SFX(rb_tanh)(RB x) {
+    RB out_;
+    OM_GATE_TANH(RB, x, OM_GATE_CLAMP16, OM_GATE_SEL8);
+    return out_;
+}
+#else
+#define RB_N 2
+typedef V8 SFX(rb);
+#define RB SFX(rb)
+static inline RB SFX(rb_ld)(const float *p) { return SFX(ld8)(p); }
+static inline void SFX(rb_st)(float *p, RB v) { SFX(st8)(p, v); }
+static inline RB SFX(rb_bc)(float x) { return SFX(bc)(x); }
+static inline RB SFX(rb_tanh)(RB x) { return SFX(gate_tanh8)(x); }
+#endif
+#define RB_W (16 / RB_N)  /* lanes of one RB */
+#define RB_U (2 / RB_N)   /* units (LSTM) or pairs / quads of units (GRU) per tile */
+static inline RB SFX(rb_sig)(RB x) { return 0.5f * SFX(rb_tanh)(0.5f * x) + 0.5f; }
 
 /* the LSTM cell on one batch row: g holds the pre-activations i, f, g, o (4H); c the cell
  * state, updated in place; h the new hidden state */
@@ -133,38 +167,44 @@ static void SFX(gru_n_row)(const float *a, const float *z, const float *hp, floa
  * H = 128, I = 64, in L1), and c^T is (H, 16). W = [W_hh | W_ih], packed by unit as
  * w[j][k][i, f, g, o], is streamed once a step (the 6x16 GEMM of the unfused path re-read W_hh
  * for rows 0-5, 6-11 and 12-15, and the projection of every step went through a (T, B, 4H)
- * buffer, 1 MiB at batch 16). One tile is the 4 gates of one hidden unit j for the 16 rows: 8
- * accumulators, the biases and the cell on them in registers, h^T written into the next
- * step's panel. x_t comes into lanes and h^T back into y's rows by 8x8 register transposes.
- * Scratch: 16 (3 H + 2 I) floats (two panels, c^T). */
+ * buffer, 1 MiB at batch 16). One tile is the 4 gates of RB_U hidden units j.. for the 16
+ * rows: 8 accumulators, the biases and the cell on them in registers, h^T written into the
+ * next step's panel. x_t comes into lanes and h^T back into y's rows by 8x8 register
+ * transposes. Scratch: 16 (3 H + 2 I) floats (two panels, c^T). */
 static __attribute__((noinline)) void SFX(lstm_unit16)(long K, const float *wj, const float *bj,
                                                        const float *P, float *cj, float *hj) {
-    V8 i0 = {0}, i1 = {0}, f0 = {0}, f1 = {0}, g0 = {0}, g1 = {0}, o0 = {0}, o1 = {0};
-    /* the weights of the unit two ahead, a line at a time: the hardware's stream prefetch
+    RB acc[RB_U][4][RB_N];
+    for (int u = 0; u < RB_U; u++)
+        for (int g = 0; g < 4; g++)
+            for (int q = 0; q < RB_N; q++) acc[u][g][q] = (RB){0};
+    /* the weights of the units two ahead, a line at a time: the hardware's stream prefetch
      * stops at each 4 KiB page, and W (384 KiB at H = 128, I = 64) is read once a step, from
      * L3 where L2 is shared with a busy neighbour (a prefetch past W's end does not fault) */
-    for (long o = 0; o < 4 * K; o += 16) __builtin_prefetch(wj + 8 * K + o);
+    for (long o = 0; o < 4 * K * RB_U; o += 16) __builtin_prefetch(wj + 8 * K + o);
     for (long k = 0; k < K; k++) {
-        V8 a0 = SFX(ld8)(P + 16 * k), a1 = SFX(ld8)(P + 16 * k + 8), w;
-        const float *wk = wj + 4 * k;
-        w = SFX(bc)(wk[0]); i0 += w * a0; i1 += w * a1;
-        w = SFX(bc)(wk[1]); f0 += w * a0; f1 += w * a1;
-        w = SFX(bc)(wk[2]); g0 += w * a0; g1 += w * a1;
-        w = SFX(bc)(wk[3]); o0 += w * a0; o1 += w * a1;
+        RB a[RB_N];
+        for (int q = 0; q < RB_N; q++) a[q] = SFX(rb_ld)(P + 16 * k + RB_W * q);
+        for (int u = 0; u < RB_U; u++) {
+            const float *wk = wj + u * 4 * K + 4 * k;
+            for (int g = 0; g < 4; g++) {
+                RB w = SFX(rb_bc)(wk[g]);
+                for (int q = 0; q < RB_N; q++) acc[u][g][q] += w * a[q];
+            }
+        }
     }
-    if (bj) {
-        V8 b = SFX(bc)(bj[0]); i0 += b; i1 += b;
-        b = SFX(bc)(bj[1]); f0 += b; f1 += b;
-        b = SFX(bc)(bj[2]); g0 += b; g1 += b;
-        b = SFX(bc)(bj[3]); o0 += b; o1 += b;
-    }
-    i0 = SFX(gate_sig8)(i0); i1 = SFX(gate_sig8)(i1);
-    f0 = SFX(gate_sig8)(f0); f1 = SFX(gate_sig8)(f1);
-    g0 = SFX(gate_tanh8)(g0); g1 = SFX(gate_tanh8)(g1);
-    o0 = SFX(gate_sig8)(o0); o1 = SFX(gate_sig8)(o1);
-    V8 c0 = f0 * SFX(ld8)(cj) + i0 * g0, c1 = f1 * SFX(ld8)(cj + 8) + i1 * g1;
-    SFX(st8)(cj, c0); SFX(st8)(cj + 8, c1);
-    SFX(st8)(hj, o0 * SFX(gate_tanh8)(c0)); SFX(st8)(hj + 8, o1 * SFX(gate_tanh8)(c1));
+    for (int u = 0; u < RB_U; u++)
+        for (int q = 0; q < RB_N; q++) {
+            RB i = acc[u][0][q], f = acc[u][1][q], g = acc[u][2][q], o = acc[u][3][q];
+            if (bj) {
+                i += SFX(rb_bc)(bj[4 * u]); f += SFX(rb_bc)(bj[4 * u + 1]);
+                g += SFX(rb_bc)(bj[4 * u + 2]); o += SFX(rb_bc)(bj[4 * u + 3]);
+            }
+            i = SFX(rb_sig)(i); f = SFX(rb_sig)(f); g = SFX(rb_tanh)(g); o = SFX(rb_sig)(o);
+            long at = 16 * u + RB_W * q;
+            RB c = f * SFX(rb_ld)(cj + at) + i * g;
+            SFX(rb_st)(cj + at, c);
+            SFX(rb_st)(hj + at, o * SFX(rb_tanh)(c));
+        }
 }
 
 /* rows [0, nb) of src (row stride ld, n columns) into dst^T (n, 16); lanes from nb on are
@@ -214,7 +254,7 @@ static void SFX(lstm_fused)(long T, long B, long H, long I, const float *x, long
         for (long s = 0; s < T; s++) {
             long t = rev ? T - 1 - s : s;
             SFX(rows_to_lanes)(x + t * xstep + b0 * xrow, xrow, nb, I, pc + 16 * H);
-            for (long j = 0; j < H; j++)
+            for (long j = 0; j < H; j += RB_U)  /* (H % 4 == 0) */
                 SFX(lstm_unit16)(K, w + j * 4 * K, bias ? bias + 4 * j : 0, pc, cT + 16 * j,
                                  px + 16 * j);
             SFX(lanes_to_rows)(px, nb, H, y + t * ystep + b0 * yrow, yrow);
@@ -226,127 +266,176 @@ static void SFX(lstm_fused)(long T, long B, long H, long I, const float *x, long
 }
 
 /* -- the fused GRU with linear_before_reset (flags 2 | 4; rnn_rules.fused_rnn, H even) -----
- * As lstm_fused, with one tile for two units j, j + 1 (r, z, n of each: 12 accumulators): the
- * h rows of the panel first (W_hh), then n's recurrent part is set aside and the x rows (W_ih)
- * go on into r, z and n's input part, since r scales W_hn h + b_hn alone. w: per pair of
- * units, H then I rows of (r, z, n of j, then of j + 1); bias: per unit (b_ir + b_hr,
- * b_iz + b_hz, b_in, b_hn) or -1. Scratch: 16 (2 H + 2 I) floats (two panels). */
+ * As lstm_fused, with one tile for np pairs of units j, j + 1 (r, z, n of each: 6 sums a pair
+ * and half); np is RB_U, or 1 for the last pair when H / 2 is odd: the h rows of the panel
+ * first (W_hh), then n's recurrent part is set aside and the x rows (W_ih) go on into r, z
+ * and n's input part, since r scales W_hn h + b_hn alone. w: per pair of units, H then I rows
+ * of (r, z, n of j, then of j + 1); bias: per unit (b_ir + b_hr, b_iz + b_hz, b_in, b_hn) or
+ * -1. Scratch: 16 (2 H + 2 I) floats (two panels). */
+static inline __attribute__((always_inline)) void SFX(gru_pairs)(
+        int np, long H, long I, const float *wp, const float *bj, const float *P,
+        const float *hr, float *hj) {
+    RB acc[RB_U][6][RB_N], keep[RB_U][2][RB_N];
+    for (int p = 0; p < np; p++)
+        for (int g = 0; g < 6; g++)
+            for (int q = 0; q < RB_N; q++) acc[p][g][q] = (RB){0};
+    long pair = 6 * (H + I);  /* floats of one pair's weights */
+    for (int part = 0; part < 2; part++) {  /* (prefetching as lstm_unit16 does lost here) */
+        long K = part ? I : H;
+        const float *Pk = part ? P + 16 * H : P, *wq = part ? wp + 6 * H : wp;
+        for (long k = 0; k < K; k++) {
+            RB a[RB_N];
+            for (int q = 0; q < RB_N; q++) a[q] = SFX(rb_ld)(Pk + 16 * k + RB_W * q);
+            for (int p = 0; p < np; p++) {
+                const float *wk = wq + p * pair + 6 * k;
+                for (int g = 0; g < 6; g++) {
+                    RB w = SFX(rb_bc)(wk[g]);
+                    for (int q = 0; q < RB_N; q++) acc[p][g][q] += w * a[q];
+                }
+            }
+        }
+        if (!part)  /* W_hn h set aside: r scales it alone */
+            for (int p = 0; p < np; p++)
+                for (int q = 0; q < RB_N; q++) {
+                    keep[p][0][q] = acc[p][2][q]; keep[p][1][q] = acc[p][5][q];
+                    acc[p][2][q] = acc[p][5][q] = (RB){0};
+                }
+    }
+    for (int p = 0; p < np; p++)
+        for (int u = 0; u < 2; u++) {
+            long unit = 2 * p + u;
+            RB br = {0}, bz = {0}, bn = {0}, bh = {0};
+            if (bj) {
+                br = SFX(rb_bc)(bj[4 * unit]); bz = SFX(rb_bc)(bj[4 * unit + 1]);
+                bn = SFX(rb_bc)(bj[4 * unit + 2]); bh = SFX(rb_bc)(bj[4 * unit + 3]);
+            }
+            for (int q = 0; q < RB_N; q++) {
+                long at = 16 * unit + RB_W * q;  /* this unit's row of h^T */
+                RB r = SFX(rb_sig)(acc[p][3 * u][q] + br);
+                RB z = SFX(rb_sig)(acc[p][3 * u + 1][q] + bz);
+                RB n = SFX(rb_tanh)(acc[p][3 * u + 2][q] + bn + r * (keep[p][u][q] + bh));
+                SFX(rb_st)(hj + at, n + z * (SFX(rb_ld)(hr + at) - n));
+            }
+        }
+}
 static __attribute__((noinline)) void SFX(gru_pair16)(long H, long I, const float *wp,
                                                       const float *bj, const float *P,
                                                       const float *hr, float *hj) {
-    V8 r0 = {0}, r1 = {0}, z0 = {0}, z1 = {0}, n0 = {0}, n1 = {0};
-    V8 s0 = {0}, s1 = {0}, u0 = {0}, u1 = {0}, m0 = {0}, m1 = {0};  /* unit j + 1 */
-    V8 keep[4];
-    for (int part = 0; part < 2; part++) {  /* (prefetching as lstm_unit16 does lost here) */
-        long K = part ? I : H;
-        const float *Pk = part ? P + 16 * H : P;
-        for (long k = 0; k < K; k++) {
-            V8 a0 = SFX(ld8)(Pk + 16 * k), a1 = SFX(ld8)(Pk + 16 * k + 8), w;
-            const float *wk = wp + 6 * k;
-            w = SFX(bc)(wk[0]); r0 += w * a0; r1 += w * a1;
-            w = SFX(bc)(wk[1]); z0 += w * a0; z1 += w * a1;
-            w = SFX(bc)(wk[2]); n0 += w * a0; n1 += w * a1;
-            w = SFX(bc)(wk[3]); s0 += w * a0; s1 += w * a1;
-            w = SFX(bc)(wk[4]); u0 += w * a0; u1 += w * a1;
-            w = SFX(bc)(wk[5]); m0 += w * a0; m1 += w * a1;
-        }
-        wp += 6 * K;
-        if (!part) {  /* W_hn h set aside: r scales it alone */
-            keep[0] = n0; keep[1] = n1; keep[2] = m0; keep[3] = m1;
-            n0 = n1 = m0 = m1 = (V8){0};
-        }
-    }
-    V8 acc[2][6] = {{r0, r1, z0, z1, n0, n1}, {s0, s1, u0, u1, m0, m1}};
-    for (int u = 0; u < 2; u++) {
-        V8 br = {0}, bz = {0}, bn = {0}, bh = {0};
-        if (bj) {
-            br = SFX(bc)(bj[4 * u]); bz = SFX(bc)(bj[4 * u + 1]);
-            bn = SFX(bc)(bj[4 * u + 2]); bh = SFX(bc)(bj[4 * u + 3]);
-        }
-        const float *hp = hr + 16 * u;  /* this unit's row of h^T */
-        for (int q = 0; q < 2; q++) {
-            V8 r = SFX(gate_sig8)(acc[u][q] + br), z = SFX(gate_sig8)(acc[u][2 + q] + bz);
-            V8 n = SFX(gate_tanh8)(acc[u][4 + q] + bn + r * (keep[2 * u + q] + bh));
-            SFX(st8)(hj + 16 * u + 8 * q, n + z * (SFX(ld8)(hp + 8 * q) - n));
-        }
-    }
+    SFX(gru_pairs)(RB_U, H, I, wp, bj, P, hr, hj);
 }
+#if RB_U > 1
+static __attribute__((noinline)) void SFX(gru_pair16_one)(long H, long I, const float *wp,
+                                                          const float *bj, const float *P,
+                                                          const float *hr, float *hj) {
+    SFX(gru_pairs)(1, H, I, wp, bj, P, hr, hj);
+}
+#endif
 
 /* -- the fused GRU without linear_before_reset (flags 4; ONNX's default, H % 4 == 0) --------
  * r gates h before n's recurrent product, so a step has two passes over the units. First, per
- * pair of units, r and z from the h rows (W_hr, W_hz) and the x rows (W_ir, W_iz, W_in; 8 then
- * 12 accumulators): r h into a panel RH (H, 16), z and n's input part (W_in x + b_in) set
- * aside (zb, nb: (H, 16) each). Then, per four units, n = tanh(nb + b_hn + W_hn (r h)) over
- * RH (8 accumulators) and h' = n + z (h - n) into the next step's panel. w: per pair, H rows
- * of (r, z of j, r, z of j + 1), then I rows of (r, z, n of j, then of j + 1); then W_hn per
- * four units, H rows of (n of j .. j + 3): 3 H (H + I) floats, as the form with
+ * RB_U pairs of units, r and z from the h rows (W_hr, W_hz) and the x rows (W_ir, W_iz, W_in;
+ * 4 then 6 sums a pair and half): r h into a panel RH (H, 16), z and n's input part
+ * (W_in x + b_in) set aside (zb, nb: (H, 16) each). Then, per np quads of units (RB_U, or 1
+ * for the last when H / 4 is odd), n = tanh(nb + b_hn + W_hn (r h)) over RH (4 sums a quad
+ * and half) and h' = n + z (h - n) into the next step's panel. w: per pair, H rows of
+ * (r, z of j, r, z of j + 1), then I rows of (r, z, n of j, then of j + 1); then W_hn per four
+ * units, H rows of (n of j .. j + 3): 3 H (H + I) floats, as the form with
  * linear_before_reset. bias: per unit (b_ir + b_hr, b_iz + b_hz, b_in, b_hn) or -1. Scratch:
  * 16 (5 H + 2 I) floats (two panels, RH, zb, nb). */
 static __attribute__((noinline)) void SFX(gru_rzx16)(long H, long I, const float *wp,
                                                      const float *bj, const float *P,
                                                      const float *hr, float *rh, float *zb,
                                                      float *nb) {
-    V8 r0 = {0}, r1 = {0}, z0 = {0}, z1 = {0}, s0 = {0}, s1 = {0}, u0 = {0}, u1 = {0};
-    V8 n0 = {0}, n1 = {0}, m0 = {0}, m1 = {0};
-    for (long k = 0; k < H; k++) {  /* the h rows: r and z */
-        V8 a0 = SFX(ld8)(P + 16 * k), a1 = SFX(ld8)(P + 16 * k + 8), w;
-        const float *wk = wp + 4 * k;
-        w = SFX(bc)(wk[0]); r0 += w * a0; r1 += w * a1;
-        w = SFX(bc)(wk[1]); z0 += w * a0; z1 += w * a1;
-        w = SFX(bc)(wk[2]); s0 += w * a0; s1 += w * a1;
-        w = SFX(bc)(wk[3]); u0 += w * a0; u1 += w * a1;
+    RB acc[RB_U][6][RB_N];  /* per pair: r, z, n of j, then of j + 1 (n: the x rows only) */
+    for (int p = 0; p < RB_U; p++)
+        for (int g = 0; g < 6; g++)
+            for (int q = 0; q < RB_N; q++) acc[p][g][q] = (RB){0};
+    long pair = 4 * H + 6 * I;  /* floats of one pair's weights */
+    static const int hrow[4] = {0, 1, 3, 4};  /* the h rows' r, z of j, r, z of j + 1 */
+    for (long k = 0; k < H; k++) {
+        RB a[RB_N];
+        for (int q = 0; q < RB_N; q++) a[q] = SFX(rb_ld)(P + 16 * k + RB_W * q);
+        for (int p = 0; p < RB_U; p++) {
+            const float *wk = wp + p * pair + 4 * k;
+            for (int g = 0; g < 4; g++) {
+                RB w = SFX(rb_bc)(wk[g]);
+                for (int q = 0; q < RB_N; q++) acc[p][hrow[g]][q] += w * a[q];
+            }
+        }
     }
-    wp += 4 * H;
     const float *Px = P + 16 * H;
     for (long k = 0; k < I; k++) {  /* the x rows: r, z and n's input part */
-        V8 a0 = SFX(ld8)(Px + 16 * k), a1 = SFX(ld8)(Px + 16 * k + 8), w;
-        const float *wk = wp + 6 * k;
-        w = SFX(bc)(wk[0]); r0 += w * a0; r1 += w * a1;
-        w = SFX(bc)(wk[1]); z0 += w * a0; z1 += w * a1;
-        w = SFX(bc)(wk[2]); n0 += w * a0; n1 += w * a1;
-        w = SFX(bc)(wk[3]); s0 += w * a0; s1 += w * a1;
-        w = SFX(bc)(wk[4]); u0 += w * a0; u1 += w * a1;
-        w = SFX(bc)(wk[5]); m0 += w * a0; m1 += w * a1;
-    }
-    V8 acc[2][6] = {{r0, r1, z0, z1, n0, n1}, {s0, s1, u0, u1, m0, m1}};
-    for (int u = 0; u < 2; u++) {
-        V8 br = {0}, bz = {0}, bn = {0};
-        if (bj) {
-            br = SFX(bc)(bj[4 * u]); bz = SFX(bc)(bj[4 * u + 1]); bn = SFX(bc)(bj[4 * u + 2]);
-        }
-        for (int q = 0; q < 2; q++) {
-            long o = 16 * u + 8 * q;
-            V8 r = SFX(gate_sig8)(acc[u][q] + br);
-            SFX(st8)(rh + o, r * SFX(ld8)(hr + o));
-            SFX(st8)(zb + o, SFX(gate_sig8)(acc[u][2 + q] + bz));
-            SFX(st8)(nb + o, acc[u][4 + q] + bn);
+        RB a[RB_N];
+        for (int q = 0; q < RB_N; q++) a[q] = SFX(rb_ld)(Px + 16 * k + RB_W * q);
+        for (int p = 0; p < RB_U; p++) {
+            const float *wk = wp + p * pair + 4 * H + 6 * k;
+            for (int g = 0; g < 6; g++) {
+                RB w = SFX(rb_bc)(wk[g]);
+                for (int q = 0; q < RB_N; q++) acc[p][g][q] += w * a[q];
+            }
         }
     }
+    for (int p = 0; p < RB_U; p++)
+        for (int u = 0; u < 2; u++) {
+            long unit = 2 * p + u;
+            RB br = {0}, bz = {0}, bn = {0};
+            if (bj) {
+                br = SFX(rb_bc)(bj[4 * unit]); bz = SFX(rb_bc)(bj[4 * unit + 1]);
+                bn = SFX(rb_bc)(bj[4 * unit + 2]);
+            }
+            for (int q = 0; q < RB_N; q++) {
+                long o = 16 * unit + RB_W * q;
+                RB r = SFX(rb_sig)(acc[p][3 * u][q] + br);
+                SFX(rb_st)(rh + o, r * SFX(rb_ld)(hr + o));
+                SFX(rb_st)(zb + o, SFX(rb_sig)(acc[p][3 * u + 1][q] + bz));
+                SFX(rb_st)(nb + o, acc[p][3 * u + 2][q] + bn);
+            }
+        }
 }
 
+static inline __attribute__((always_inline)) void SFX(gru_nquads)(
+        int nq, long H, const float *wq, const float *bj, const float *RH, const float *nb,
+        const float *zb, const float *hr, float *hj) {
+    RB acc[RB_U][4][RB_N];
+    for (int p = 0; p < nq; p++)
+        for (int g = 0; g < 4; g++)
+            for (int q = 0; q < RB_N; q++) acc[p][g][q] = (RB){0};
+    for (long k = 0; k < H; k++) {
+        RB x[RB_N];
+        for (int q = 0; q < RB_N; q++) x[q] = SFX(rb_ld)(RH + 16 * k + RB_W * q);
+        for (int p = 0; p < nq; p++) {
+            const float *wk = wq + p * 4 * H + 4 * k;
+            for (int g = 0; g < 4; g++) {
+                RB w = SFX(rb_bc)(wk[g]);
+                for (int q = 0; q < RB_N; q++) acc[p][g][q] += w * x[q];
+            }
+        }
+    }
+    for (int p = 0; p < nq; p++)
+        for (int u = 0; u < 4; u++) {
+            long unit = 4 * p + u;
+            RB bh = bj ? SFX(rb_bc)(bj[4 * unit + 3]) : (RB){0};
+            for (int q = 0; q < RB_N; q++) {
+                long o = 16 * unit + RB_W * q;
+                RB n = SFX(rb_tanh)(acc[p][u][q] + SFX(rb_ld)(nb + o) + bh);
+                SFX(rb_st)(hj + o, n + SFX(rb_ld)(zb + o) * (SFX(rb_ld)(hr + o) - n));
+            }
+        }
+}
 static __attribute__((noinline)) void SFX(gru_nquad16)(long H, const float *wq, const float *bj,
                                                        const float *RH, const float *nb,
                                                        const float *zb, const float *hr,
                                                        float *hj) {
-    V8 a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0}, c0 = {0}, c1 = {0}, d0 = {0}, d1 = {0};
-    for (long k = 0; k < H; k++) {
-        V8 x0 = SFX(ld8)(RH + 16 * k), x1 = SFX(ld8)(RH + 16 * k + 8), w;
-        const float *wk = wq + 4 * k;
-        w = SFX(bc)(wk[0]); a0 += w * x0; a1 += w * x1;
-        w = SFX(bc)(wk[1]); b0 += w * x0; b1 += w * x1;
-        w = SFX(bc)(wk[2]); c0 += w * x0; c1 += w * x1;
-        w = SFX(bc)(wk[3]); d0 += w * x0; d1 += w * x1;
-    }
-    V8 acc[8] = {a0, a1, b0, b1, c0, c1, d0, d1};
-    for (int u = 0; u < 4; u++) {
-        V8 bh = bj ? SFX(bc)(bj[4 * u + 3]) : (V8){0};
-        for (int q = 0; q < 2; q++) {
-            long o = 16 * u + 8 * q;
-            V8 n = SFX(gate_tanh8)(acc[2 * u + q] + SFX(ld8)(nb + o) + bh);
-            SFX(st8)(hj + o, n + SFX(ld8)(zb + o) * (SFX(ld8)(hr + o) - n));
-        }
-    }
+    SFX(gru_nquads)(RB_U, H, wq, bj, RH, nb, zb, hr, hj);
 }
+#if RB_U > 1
+static __attribute__((noinline)) void SFX(gru_nquad16_one)(long H, const float *wq,
+                                                           const float *bj, const float *RH,
+                                                           const float *nb, const float *zb,
+                                                           const float *hr, float *hj) {
+    SFX(gru_nquads)(1, H, wq, bj, RH, nb, zb, hr, hj);
+}
+#endif
 
 /* the fused GRU's steps, either form: lbr 1 (linear_before_reset: gru_pair16, one pass a step)
  * or 0 (gru_rzx16 then gru_nquad16, two passes a step) */
@@ -364,18 +453,30 @@ static void SFX(gru_fused)(long T, long B, long H, long I, const float *x, long 
         for (long s = 0; s < T; s++) {
             long t = rev ? T - 1 - s : s;
             SFX(rows_to_lanes)(x + t * xstep + b0 * xrow, xrow, nbat, I, pc + 16 * H);
-            if (lbr) {
-                for (long j = 0; j < H; j += 2)
+            if (lbr) {  /* (H even) */
+                long j = 0;
+                for (; j + 2 * RB_U <= H; j += 2 * RB_U)
                     SFX(gru_pair16)(H, I, w + j * 3 * K, bias ? bias + 4 * j : 0, pc,
                                     pc + 16 * j, px + 16 * j);
-            } else {
+#if RB_U > 1
+                if (j < H)
+                    SFX(gru_pair16_one)(H, I, w + j * 3 * K, bias ? bias + 4 * j : 0, pc,
+                                        pc + 16 * j, px + 16 * j);
+#endif
+            } else {  /* (H % 4 == 0) */
                 float *zb = RH + 16 * H, *nb = zb + 16 * H;
-                for (long j = 0; j < H; j += 2)
+                for (long j = 0; j < H; j += 2 * RB_U)
                     SFX(gru_rzx16)(H, I, w + (j / 2) * (4 * H + 6 * I), bias ? bias + 4 * j : 0,
                                    pc, pc + 16 * j, RH + 16 * j, zb + 16 * j, nb + 16 * j);
-                for (long j = 0; j < H; j += 4)
+                long j = 0;
+                for (; j + 4 * RB_U <= H; j += 4 * RB_U)
                     SFX(gru_nquad16)(H, wn + j * H, bias ? bias + 4 * j : 0, RH, nb + 16 * j,
                                      zb + 16 * j, pc + 16 * j, px + 16 * j);
+#if RB_U > 1
+                if (j < H)
+                    SFX(gru_nquad16_one)(H, wn + j * H, bias ? bias + 4 * j : 0, RH,
+                                         nb + 16 * j, zb + 16 * j, pc + 16 * j, px + 16 * j);
+#endif
             }
             SFX(lanes_to_rows)(px, nbat, H, y + t * ystep + b0 * yrow, yrow);
             float *tmp = pc; pc = px; px = tmp;
@@ -437,3 +538,7 @@ static void SFX(rnn)(int64_t op, const int64_t *f, float **bufs) {
     }
     for (long b = 0; b < B; b++) memcpy(hn + b * H, hp + b * ldh, H * sizeof(float));
 }
+#undef RB
+#undef RB_N
+#undef RB_W
+#undef RB_U
