@@ -340,6 +340,32 @@ def conv_rule(lw: Lowering, node, params):
                 lw._free(loc.alloc)
 
 
+def conv1d_rule(lw: Lowering, node, params):
+    """A 1-d convolution as a 2-d one over a single row: the input (N, C, L) is (N, C, 1, L),
+    the weight (O, C/g, k) is (O, C/g, 1, k), stride, padding and dilation apply along the
+    row, so every kernel the 2-d convolution chooses (direct, implicit GEMM, 1x1, depthwise)
+    serves it, with a following activation fused as there."""
+    x, w, b = (list(node.inputs) + [None])[:3]
+    if w not in lw.consts or not lw.is_f32(x) or (b is not None and not lw.is_f32(b)):
+        raise Unsupported("run-time weight")
+    if set(params) - {"stride", "padding", "dilation", "groups"}:
+        raise Unsupported("conv options")
+    W = np.asarray(lw.consts[w])
+    if W.ndim != 3 or len(lw.shape(x)) != 3:
+        raise Unsupported("conv rank")
+    s, pad, d = (_pair(params.get(k, v), k)[0] for k, v in
+                 (("stride", 1), ("padding", 0), ("dilation", 1)))
+    g = int(params.get("groups", 1))
+    (n, cin, length), (_, cout, lo) = lw.shape(x), lw.shape(node.outputs[0])
+    if W.dtype != np.float32 or g < 1 or cout % g or cin % g or min(s, d) < 1 or pad < 0:
+        raise Unsupported("conv weight dtype, grouping, stride or padding")
+    xl = lw.contiguous(x)
+    row = xl.with_view((n, cin, 1, length), contiguous_strides((n, cin, 1, length)))
+    bl = lw.contiguous(b) if b is not None else None
+    _conv_direct(lw, node, {}, row, bl, W[:, :, None, :], (1, s), (0, pad), (1, d), g,
+                 out_shape=(n, cout, 1, lo))
+
+
 def pack_conv_weights(W: np.ndarray, groups: int) -> np.ndarray:
     """(cout, cin/g, kh, kw) as [g][cout/g rounded up to 4, by fours][k][4] (zero rows added),
     the layout of the stride-1 convolution kernel."""
@@ -410,14 +436,16 @@ def conv_gemm_rows(k: int, m: int) -> int:
     return min(m, max(6, 98304 // max(k, 1) // 6 * 6))
 
 
-def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g, pro=None):
+def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g, pro=None,
+                 out_shape=None):
     """Convolution on the shifted-slice kernel (see om_kernels.h; a stride above 1 through
     phase planes), with a following 2x2 max pool fused in when the pool is the convolution's
     only reader. ``pro``: the weight offsets of a batch norm's mean, scale and shift, applied
-    with a ReLU to the input as it is copied in (see batch_norm_rule)."""
+    with a ReLU to the input as it is copied in (see batch_norm_rule). ``out_shape``: the
+    output as (N, C, H, W) where its value has another rank (conv1d_rule)."""
     n, cin, h, wd = xl.shape
     out = node.outputs[0]
-    _, cout, ho, wo = lw.shape(out)
+    _, cout, ho, wo = out_shape or lw.shape(out)
     kh, kw = W.shape[2], W.shape[3]
     (sh, sw), (ph, pw), (dh, dw) = stride, pad, dil
     hp, wfull = h + 2 * ph, wd + 2 * pw
@@ -808,7 +836,7 @@ RULES = {
     "index": index_view,
     "linear": linear_rule, "fused_linear": linear_rule,
     "matmul": matmul_rule, "matmul_t": matmul_rule,
-    "conv2d": conv_rule, "fused_conv2d": conv_rule,
+    "conv2d": conv_rule, "fused_conv2d": conv_rule, "conv1d": conv1d_rule,
     "max_pool2d": pool_rule(P.I_MAXPOOL), "avg_pool2d": pool_rule(P.I_AVGPOOL),
     "softmax": softmax_rule, "layer_norm": layer_norm_rule, "mean": mean_rule,
     "concat": concat_rule, "batch_norm": batch_norm_rule,
