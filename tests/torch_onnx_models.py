@@ -9,6 +9,7 @@ this module imports without them.
 """
 from __future__ import annotations
 
+import sys
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -219,18 +220,27 @@ _TV_LIBRARY = []  # keeps the torch.library.Library alive
 
 
 def import_torchvision(need=None):
-    """``import torchvision``, first defining its operator schemas when its compiled library
-    does not register them (see `_TV_SCHEMAS`). ``need(module, why)`` imports or skips."""
+    """``import torchvision``; where its compiled library does not register its operator
+    schemas (see `_TV_SCHEMAS`), they are defined and the import is tried once more. Defining
+    them first would abort a working torchvision (0.29 registers them as its library loads,
+    and a second registration is fatal in C++). ``need(module, why)`` imports or skips."""
     import importlib
 
-    torch = _torch()
-    try:
-        torch.ops.torchvision.nms  # noqa: B018 - registered by a working torchvision already
-    except (AttributeError, RuntimeError):
-        lib = torch.library.Library("torchvision", "DEF")
-        for name, schema in _TV_SCHEMAS.items():
-            lib.define(name + schema)
-        _TV_LIBRARY.append(lib)
+    _torch()
+    if not _TV_LIBRARY:
+        try:
+            importlib.import_module("torchvision")
+        except RuntimeError as exc:
+            if "torchvision::nms does not exist" not in str(exc):
+                raise
+            for name in [m for m in sys.modules if m.split(".")[0] == "torchvision"]:
+                del sys.modules[name]  # the half-imported package, imported again below
+            lib = _torch().library.Library("torchvision", "DEF")
+            for name, schema in _TV_SCHEMAS.items():
+                lib.define(name + schema)
+            _TV_LIBRARY.append(lib)
+        except ImportError:
+            pass  # (no torchvision: need() skips, the plain import below raises)
     if need is not None:
         return need("torchvision", "pip install torchvision for the vision models")
     return importlib.import_module("torchvision")
