@@ -2,9 +2,9 @@
 on the vector width and the cache sizes the copy was measured on, so the numbers live here,
 keyed by the copy's name (`_native.isa()`), not in the ISA-agnostic rules.
 
-Only the AVX2 figures were measured (the docstrings say where). A copy with no measured entry
-takes its ``base``'s (the next copy down that has one) until someone measures it; `describe`
-says which figures a copy runs on, and `onemodel info` prints it."""
+The AVX2 and AVX-512 figures were measured (the docstrings say where). A copy with no
+measured entry takes its ``base``'s (the next copy down that has one) until someone measures
+it; `describe` says which figures a copy runs on, and `onemodel info` prints it."""
 from __future__ import annotations
 
 import attrs
@@ -40,7 +40,19 @@ class ConvHeuristics:
     0.90x with it): those keep the paths above. The kxk form (conv_gemm_cols) on 4x4: 128->32
     3x3 b1 24-34 -> 23-31 us, b4 112-126 -> 89-131 (noisy, even at worst); on 8x8 and 16x16
     it is even with the direct kernel (86 vs 91, 331 vs 324 us), on 7x7 (runs of 7) and 2x2
-    it loses (1.8x, 1.5x)."""
+    it loses (1.8x, 1.5x).
+
+    AVX-512 (`avx512`, a 2-core AMD EPYC of family 26, Zen 5, 1 thread, + bias and ReLU, each
+    session alone, medians of alternating runs, a test run beside them): the channels-first
+    forms are 8-lane kernels, and the positions-first paths beside them (the packed 16-lane
+    GEMM, the 16-lane direct tiles) beat them on every shape measured, so `channels_first` is
+    off. W x / the other path: 1x1 at b4 320->1280 2x2 1.67, 960->320 2x2 1.83, 576->96 4x4
+    1.43, 96->576 4x4 1.37, 144->24 16x16 1.60, 16->96 32x32 1.16, 512->128 8x8 1.48,
+    1024->128 4x4 1.57, 256->128 16x16 1.30; at b1 1.17-1.50 (equal at 2x2, where both take
+    the same path). conv_gemm_cols / the implicit GEMM, 3x3 on 4x4: 128->32 1.29 (b1) / 1.34
+    (b4), 256->256 1.67 / 1.74, 64->64 b4 1.41, 512->512 b1 1.61. Whole models, every
+    instruction alone, b4: mobilenet_v2 3.39 -> 2.38 ms, efficientnet_b0 5.72 -> 4.11,
+    densenet121 16.9 -> 14.3; b1 within noise."""
 
     #: implicit GEMM for a kxk stride-1 convolution up to this many output positions
     gemm_max_positions: int = 49
@@ -66,13 +78,17 @@ class ConvHeuristics:
     cols_min_k: int = 64
     #: strided ones too (their runs gathered element by element: not measured to win)
     cols_strided: bool = False
+    #: the channels-first forms (W x and conv_gemm_cols) at all: off where the copy's
+    #: positions-first paths are wider than their 8 lanes
+    channels_first: bool = True
 
     def one_gemm_1x1_wins(self, cin: int, positions: int, images: int, prologue: bool) -> bool:
         """Whether a 1x1 stride-1 convolution of one group runs channels first as W x
         (conv1x1_gemm, om_conv1x1.h): when its columns (images x positions) fill whole
         16-column panels and it has enough input channels to pay for packing them."""
         least = self.wx_1x1_min_cin_prologue if prologue else self.wx_1x1_min_cin
-        return images * positions % self.wx_1x1_columns == 0 and cin >= least
+        return self.channels_first and images * positions % self.wx_1x1_columns == 0 \
+            and cin >= least
 
     def gemm_columns_win(self, cin: int, kh: int, kw: int, stride, images: int, ho: int,
                          wo: int) -> bool:
@@ -80,7 +96,8 @@ class ConvHeuristics:
         GEMM (om_conv_gemm.h's conv_gemm_cols): its columns (images x positions) whole panels,
         its map at most `cols_max_positions` and its width a multiple of `cols_width_multiple`
         (a panel's rows are copied by runs of one output row: vector copies of 4, 8 or 16)."""
-        return (kh, kw) != (1, 1) and (tuple(stride) == (1, 1) or self.cols_strided) \
+        return self.channels_first and (kh, kw) != (1, 1) \
+            and (tuple(stride) == (1, 1) or self.cols_strided) \
             and images * ho * wo % self.wx_1x1_columns == 0 \
             and wo % self.cols_width_multiple == 0 \
             and ho * wo <= self.cols_max_positions and cin * kh * kw >= self.cols_min_k
@@ -103,9 +120,13 @@ class Heuristics:
 
 
 #: measured entries; the order of `_BASE` says which copy a missing one takes
-MEASURED: dict[str, Heuristics] = {"avx2": Heuristics()}
-#: a copy without a measured entry takes the first measured one in this chain
-_BASE = {"avx512": "avx2", "avx2-w16": "avx2", "generic": "avx2"}
+MEASURED: dict[str, Heuristics] = {
+    "avx2": Heuristics(),
+    "avx512": Heuristics(ConvHeuristics(channels_first=False)),
+}
+#: a copy without a measured entry takes the first measured one in this chain (avx2-w16, the
+#: avx512 copy's C built for AVX2, takes avx512's, so its plans test the same paths)
+_BASE = {"avx2-w16": "avx512", "generic": "avx2"}
 
 
 def source(isa: str) -> str:

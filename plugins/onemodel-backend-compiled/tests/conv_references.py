@@ -1,5 +1,6 @@
 """The sliding-window formula of a convolution, in float64, shared by the plugin's tests of the
-convolution paths (test_conv_gemm.py, test_conv_compact.py)."""
+convolution paths (test_conv_gemm.py, test_conv_compact.py), and the heuristics those of the
+channels-first paths run under."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,3 +15,16 @@ def windows_reference(x, w, b, stride, pad, dil):
         xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
     y = np.einsum("nchwuv,ocuv->nohw", win, w.astype(np.float64))
     return y if b is None else y + b.reshape(1, -1, 1, 1)
+
+
+def keep_channels_first(monkeypatch):
+    """The heuristics of the copy in use with the channels-first forms on (heuristics.py turns
+    them off for avx512, where they lose): the tests of those kernels run them on every copy."""
+    import attrs
+    from onemodel_backend_compiled import _native, heuristics
+
+    src = heuristics.source(_native.isa())
+    rec = heuristics.MEASURED[src]
+    if not rec.conv.channels_first:
+        monkeypatch.setitem(heuristics.MEASURED, src,
+                            attrs.evolve(rec, conv=attrs.evolve(rec.conv, channels_first=True)))

@@ -18,7 +18,7 @@ from onemodel.core import adaptive
 from onemodel.testing.numerics import assert_specials_then_close
 from onemodel_backend_compiled import _native, heuristics
 
-from conv_references import windows_reference
+from conv_references import keep_channels_first, windows_reference
 
 RTOL, ATOL = 1e-4, 1e-4
 
@@ -91,6 +91,8 @@ def test_conv1x1_channels_first_against_windows_and_numpy(case, isa, monkeypatch
     cin, cout, (h, w), batches, act, bias, pro, natural = case
     if not natural:
         _every_1x1_channels_first(monkeypatch)
+    else:
+        keep_channels_first(monkeypatch)
     fn, formula = _model(cin, cout, act, bias, pro, cin + cout + h)
     session, numpy_session = _session(fn, cin, h, w)
     rng = np.random.default_rng(cout)
@@ -106,10 +108,12 @@ def test_conv1x1_channels_first_against_windows_and_numpy(case, isa, monkeypatch
                                    rtol=RTOL, atol=ATOL, err_msg=f"numpy b{batch}")
 
 
-def test_conv1x1_channels_first_is_the_plan_for_densenet_shapes():
-    """Which path: W x where the columns fill panels and the input channels pay for packing;
-    a 2x2 map at batch 1 (4 columns) keeps the implicit GEMM, few input channels on a large
-    map the direct kernel."""
+def test_conv1x1_channels_first_is_the_plan_for_densenet_shapes(monkeypatch):
+    """Which path, where the copy's heuristics take the channels-first forms at all (avx2;
+    test_heuristics.py has avx512's): W x where the columns fill panels and the input channels
+    pay for packing; a 2x2 map at batch 1 (4 columns) keeps the implicit GEMM, few input
+    channels on a large map the direct kernel."""
+    keep_channels_first(monkeypatch)
     conv = heuristics.ConvHeuristics()
     assert conv.one_gemm_1x1_wins(1024, 16, 1, True) and conv.one_gemm_1x1_wins(128, 256, 4, False)
     assert conv.one_gemm_1x1_wins(768, 4, 4, True) and not conv.one_gemm_1x1_wins(768, 4, 1, True)
@@ -125,7 +129,8 @@ def test_conv1x1_channels_first_is_the_plan_for_densenet_shapes():
 
 
 @pytest.mark.parametrize("pro", [False, True])
-def test_conv1x1_channels_first_nan_and_inf_as_numpy(pro, isa):
+def test_conv1x1_channels_first_nan_and_inf_as_numpy(pro, isa, monkeypatch):
+    keep_channels_first(monkeypatch)
     fn, formula = _model(128, 24, "relu", True, pro, 5)
     session, numpy_session = _session(fn, 128, 4, 4)
     rng = np.random.default_rng(6)

@@ -15,7 +15,7 @@ import onemodel as om
 from onemodel import Tensor
 from onemodel_backend_compiled import _native, heuristics
 
-from conv_references import windows_reference
+from conv_references import keep_channels_first, windows_reference
 
 RTOL, ATOL = 1e-4, 1e-4
 
@@ -52,6 +52,8 @@ def test_conv_gemm_channels_first_against_windows_and_numpy(case, isa, monkeypat
     cin, cout, (kh, kw), stride, pad, dil, act, pro, (h, w), batches, natural = case
     if not natural:
         _always_channels_first(monkeypatch)
+    else:
+        keep_channels_first(monkeypatch)
     pad2 = pad if isinstance(pad, tuple) else (pad, pad)
     rng = np.random.default_rng(cin * 7 + cout + h)
     W = (rng.standard_normal((cout, cin, kh, kw)) / np.sqrt(cin * kh * kw)).astype(np.float32)

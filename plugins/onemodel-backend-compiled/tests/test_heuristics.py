@@ -25,12 +25,24 @@ def _conv_plan(h: int) -> str:
 
 
 def test_copies_without_measurements_take_their_base():
-    assert heuristics.source("avx2") == "avx2"
-    for isa in ("avx512", "avx2-w16", "generic", "some-future-isa"):
-        assert heuristics.source(isa) == "avx2"
-        assert heuristics.for_isa(isa) is heuristics.MEASURED["avx2"]
-        assert heuristics.describe(isa) == f"avx2's (not measured on {isa})"
-    assert heuristics.describe("avx2") == "measured"
+    for isa in ("avx2", "avx512"):
+        assert heuristics.source(isa) == isa and heuristics.describe(isa) == "measured"
+    for isa, base in (("avx2-w16", "avx512"), ("generic", "avx2"), ("some-future-isa", "avx2")):
+        assert heuristics.source(isa) == base
+        assert heuristics.for_isa(isa) is heuristics.MEASURED[base]
+        assert heuristics.describe(isa) == f"{base}'s (not measured on {isa})"
+
+
+def test_the_avx512_copy_keeps_to_its_16_lane_paths():
+    """On AVX-512 the 8-lane channels-first forms lost on every shape measured (heuristics.py):
+    a 1x1 convolution with many input channels, and a 3x3 one on a 4x4 map, take the
+    positions-first paths there and the channels-first ones on avx2."""
+    wide, avx2 = heuristics.for_isa("avx512").conv, heuristics.for_isa("avx2").conv
+    assert avx2.one_gemm_1x1_wins(1024, 16, 1, False) and not wide.one_gemm_1x1_wins(
+        1024, 16, 1, False)
+    assert avx2.gemm_columns_win(128, 3, 3, (1, 1), 1, 4, 4)
+    assert not wide.gemm_columns_win(128, 3, 3, (1, 1), 1, 4, 4)
+    assert wide.gemm_wins(128, 3, 3, (1, 1), 4, 4)  # the implicit GEMM, positions first
 
 
 def test_the_copy_in_use_decides_the_convolution_path(monkeypatch):
