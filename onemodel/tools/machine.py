@@ -17,6 +17,24 @@ def cpu_name() -> str:
     return _platform.processor() or "unknown CPU"
 
 
+def cpu_family() -> tuple[str, int] | None:
+    """The CPU's vendor and family (``/proc/cpuinfo``: ``("AuthenticAMD", 25)`` is Zen 3 and
+    Zen 4, 26 Zen 5), None where it does not say: a peak that depends on the core reads it."""
+    vendor, family = None, None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    vendor = line.split(":", 1)[1].strip()
+                elif line.startswith("cpu family"):
+                    family = int(line.split(":", 1)[1])
+                if vendor is not None and family is not None:
+                    return vendor, family
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def cpu_ghz() -> float | None:
     """The highest clock a core reaches, in GHz: cpufreq's ``cpuinfo_max_freq``, else the
     ``cpu MHz`` of ``/proc/cpuinfo`` (what the core ran at when read; on a virtual machine

@@ -116,6 +116,17 @@ def test_each_copy_names_the_one_below_it():
         _native.below("avx9000")
 
 
+def test_the_avx512_peak_halves_on_zen_4(monkeypatch):
+    from onemodel_backend_compiled import platform as plat
+
+    monkeypatch.setattr(plat, "cpu_family", lambda: ("AuthenticAMD", 25))  # Zen 3 / Zen 4
+    assert plat.fma_pipes("avx512") == 1 and plat.fma_pipes("avx2") == 2
+    monkeypatch.setattr(plat, "cpu_family", lambda: ("AuthenticAMD", 26))  # Zen 5
+    assert plat.fma_pipes("avx512") == 2
+    monkeypatch.setattr(plat, "cpu_family", lambda: None)  # nothing known: Intel's figure
+    assert plat.fma_pipes("avx512") == 2 and plat.fma_pipes("generic") == 1
+
+
 def test_platform_reads_the_lanes_and_the_table(restore):
     for name, lanes in _native.copies():
         _native.use(name)
