@@ -43,16 +43,18 @@ class ConvHeuristics:
     it loses (1.8x, 1.5x).
 
     AVX-512 (`avx512`, a 2-core AMD EPYC of family 26, Zen 5, 1 thread, + bias and ReLU, each
-    session alone, medians of alternating runs, a test run beside them): the channels-first
-    forms are 8-lane kernels, and the positions-first paths beside them (the packed 16-lane
-    GEMM, the 16-lane direct tiles) beat them on every shape measured, so `channels_first` is
-    off. W x / the other path: 1x1 at b4 320->1280 2x2 1.67, 960->320 2x2 1.83, 576->96 4x4
-    1.43, 96->576 4x4 1.37, 144->24 16x16 1.60, 16->96 32x32 1.16, 512->128 8x8 1.48,
-    1024->128 4x4 1.57, 256->128 16x16 1.30; at b1 1.17-1.50 (equal at 2x2, where both take
-    the same path). conv_gemm_cols / the implicit GEMM, 3x3 on 4x4: 128->32 1.29 (b1) / 1.34
-    (b4), 256->256 1.67 / 1.74, 64->64 b4 1.41, 512->512 b1 1.61. Whole models, every
-    instruction alone, b4: mobilenet_v2 3.39 -> 2.38 ms, efficientnet_b0 5.72 -> 4.11,
-    densenet121 16.9 -> 14.3; b1 within noise."""
+    session alone, medians of alternating runs, a test run beside them). conv_gemm_cols is an
+    8-lane kernel, and the implicit GEMM's 16-lane tiles beat it on every shape measured
+    (cols / the implicit GEMM, 3x3 on 4x4: 128->32 1.29 (b1) / 1.34 (b4), 256->256
+    1.67 / 1.74, 64->64 b4 1.41, 512->512 b1 1.61), so `cols_max_positions` is 0 there. W x
+    runs on the 16-lane packed GEMM in that copy (om_conv1x1.h); against the positions-first
+    paths it wins with many input and output channels on 8x8 and larger maps and loses on
+    small maps or few channels (W x / the other path, b4 unless said): 128->128 16x16 0.70,
+    256->128 16x16 0.76 (b1 0.75), 512->128 8x8 0.79 (b1 0.82), 128->32 8x8 0.97; 32->192 8x8
+    0.88, 192->32 8x8 1.16, 144->24 16x16 1.08 (b1 1.30), 16->96 32x32 1.18, 24->144 16x16
+    1.16; 1024->128 4x4 1.11 (b1 1.06), 576->96 4x4 1.00, 384->96 4x4 0.97, 96->576 4x4
+    0.92; 2x2 maps 1.23-1.44. Hence W x there from 128 input channels, 64 output channels and
+    64 positions. With its 8-lane form (before) W x lost everywhere (1.16-1.83)."""
 
     #: implicit GEMM for a kxk stride-1 convolution up to this many output positions
     gemm_max_positions: int = 49
@@ -68,6 +70,10 @@ class ConvHeuristics:
     wx_1x1_min_cin: int = 128
     #: ... or this many when it applies a batch norm and ReLU to its input (DenseNet's)
     wx_1x1_min_cin_prologue: int = 64
+    #: ... on maps of at least this many positions ...
+    wx_1x1_min_positions: int = 0
+    #: ... with at least this many output channels ...
+    wx_1x1_min_cout: int = 0
     #: ... when its columns (images x positions) are a multiple of this (whole panels)
     wx_1x1_columns: int = 16
     #: a kxk stride-1 convolution runs channels first on maps up to this many positions ...
@@ -78,17 +84,16 @@ class ConvHeuristics:
     cols_min_k: int = 64
     #: strided ones too (their runs gathered element by element: not measured to win)
     cols_strided: bool = False
-    #: the channels-first forms (W x and conv_gemm_cols) at all: off where the copy's
-    #: positions-first paths are wider than their 8 lanes
-    channels_first: bool = True
 
-    def one_gemm_1x1_wins(self, cin: int, positions: int, images: int, prologue: bool) -> bool:
+    def one_gemm_1x1_wins(self, cin: int, positions: int, images: int, prologue: bool,
+                          cout: int) -> bool:
         """Whether a 1x1 stride-1 convolution of one group runs channels first as W x
         (conv1x1_gemm, om_conv1x1.h): when its columns (images x positions) fill whole
-        16-column panels and it has enough input channels to pay for packing them."""
+        16-column panels and it has enough input channels to pay for packing them (and,
+        where the copy says so, enough positions and output channels)."""
         least = self.wx_1x1_min_cin_prologue if prologue else self.wx_1x1_min_cin
-        return self.channels_first and images * positions % self.wx_1x1_columns == 0 \
-            and cin >= least
+        return images * positions % self.wx_1x1_columns == 0 and cin >= least \
+            and positions >= self.wx_1x1_min_positions and cout >= self.wx_1x1_min_cout
 
     def gemm_columns_win(self, cin: int, kh: int, kw: int, stride, images: int, ho: int,
                          wo: int) -> bool:
@@ -96,8 +101,7 @@ class ConvHeuristics:
         GEMM (om_conv_gemm.h's conv_gemm_cols): its columns (images x positions) whole panels,
         its map at most `cols_max_positions` and its width a multiple of `cols_width_multiple`
         (a panel's rows are copied by runs of one output row: vector copies of 4, 8 or 16)."""
-        return self.channels_first and (kh, kw) != (1, 1) \
-            and (tuple(stride) == (1, 1) or self.cols_strided) \
+        return (kh, kw) != (1, 1) and (tuple(stride) == (1, 1) or self.cols_strided) \
             and images * ho * wo % self.wx_1x1_columns == 0 \
             and wo % self.cols_width_multiple == 0 \
             and ho * wo <= self.cols_max_positions and cin * kh * kw >= self.cols_min_k
@@ -122,7 +126,9 @@ class Heuristics:
 #: measured entries; the order of `_BASE` says which copy a missing one takes
 MEASURED: dict[str, Heuristics] = {
     "avx2": Heuristics(),
-    "avx512": Heuristics(ConvHeuristics(channels_first=False)),
+    "avx512": Heuristics(ConvHeuristics(cols_max_positions=0, wx_1x1_min_cin=128,
+                                        wx_1x1_min_cin_prologue=128, wx_1x1_min_positions=64,
+                                        wx_1x1_min_cout=64)),
 }
 #: a copy without a measured entry takes the first measured one in this chain (avx2-w16, the
 #: avx512 copy's C built for AVX2, takes avx512's, so its plans test the same paths)

@@ -476,7 +476,8 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
         lw.fused[id(reader[0])] = dst if pool is None else None
     pro_fields = [-1, -1, -1] if pro is None else [P.addr(P.WEIGHTS, o) for o in pro]
     is_1x1 = pool is None and (kh, kw, sh, sw, ph, pw, g) == (1, 1, 1, 1, 0, 0, 1)
-    one_gemm_1x1 = is_1x1 and lw.heuristics.conv.one_gemm_1x1_wins(cin, h * wd, n, pro is not None)
+    one_gemm_1x1 = is_1x1 and lw.heuristics.conv.one_gemm_1x1_wins(cin, h * wd, n, pro is not None,
+                                                                    cout)
     small_1x1 = is_1x1 and h * wd <= lw.heuristics.conv.one_gemm_1x1_max_positions
     if one_gemm_1x1:  # channels first as W x (om_conv1x1.h)
         woff = lw.weights.offset(("1x1", lw.const_key(node.inputs[1])),

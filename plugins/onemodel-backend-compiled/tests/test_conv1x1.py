@@ -115,10 +115,10 @@ def test_conv1x1_channels_first_is_the_plan_for_densenet_shapes(monkeypatch):
     channels on a large map the direct kernel."""
     keep_channels_first(monkeypatch)
     conv = heuristics.ConvHeuristics()
-    assert conv.one_gemm_1x1_wins(1024, 16, 1, True) and conv.one_gemm_1x1_wins(128, 256, 4, False)
-    assert conv.one_gemm_1x1_wins(768, 4, 4, True) and not conv.one_gemm_1x1_wins(768, 4, 1, True)
-    assert not conv.one_gemm_1x1_wins(96, 256, 1, False) and conv.one_gemm_1x1_wins(96, 64, 1, True)
-    assert not conv.one_gemm_1x1_wins(512, 9, 1, False)  # 9 columns: a partial panel
+    assert conv.one_gemm_1x1_wins(1024, 16, 1, True, 128) and conv.one_gemm_1x1_wins(128, 256, 4, False, 32)
+    assert conv.one_gemm_1x1_wins(768, 4, 4, True, 128) and not conv.one_gemm_1x1_wins(768, 4, 1, True, 128)
+    assert not conv.one_gemm_1x1_wins(96, 256, 1, False, 32) and conv.one_gemm_1x1_wins(96, 64, 1, True, 32)
+    assert not conv.one_gemm_1x1_wins(512, 9, 1, False, 128)  # 9 columns: a partial panel
     fn, _ = _model(1024, 128, "relu", True, True, 1)
     session, _ = _session(fn, 1024, 4, 4)
     x = np.ones((1, 1024, 4, 4), np.float32)

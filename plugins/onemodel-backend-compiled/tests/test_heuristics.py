@@ -33,13 +33,15 @@ def test_copies_without_measurements_take_their_base():
         assert heuristics.describe(isa) == f"{base}'s (not measured on {isa})"
 
 
-def test_the_avx512_copy_keeps_to_its_16_lane_paths():
-    """On AVX-512 the 8-lane channels-first forms lost on every shape measured (heuristics.py):
-    a 1x1 convolution with many input channels, and a 3x3 one on a 4x4 map, take the
-    positions-first paths there and the channels-first ones on avx2."""
+def test_the_avx512_copy_takes_the_channels_first_forms_less_often():
+    """On AVX-512 conv_gemm_cols (8-lane) lost on every shape measured, and W x (16-lane
+    there) only wins with many channels on 8x8 and larger maps (heuristics.py): where avx2
+    takes them, avx512 keeps to the positions-first paths."""
     wide, avx2 = heuristics.for_isa("avx512").conv, heuristics.for_isa("avx2").conv
-    assert avx2.one_gemm_1x1_wins(1024, 16, 1, False) and not wide.one_gemm_1x1_wins(
-        1024, 16, 1, False)
+    for case in ((1024, 16, 1, False, 128), (192, 64, 4, False, 32), (256, 4, 4, True, 128)):
+        assert avx2.one_gemm_1x1_wins(*case) and not wide.one_gemm_1x1_wins(*case), case
+    assert wide.one_gemm_1x1_wins(256, 256, 4, True, 128)  # DenseNet's 16x16 bottleneck
+    assert wide.one_gemm_1x1_wins(512, 64, 1, False, 128)
     assert avx2.gemm_columns_win(128, 3, 3, (1, 1), 1, 4, 4)
     assert not wide.gemm_columns_win(128, 3, 3, (1, 1), 1, 4, 4)
     assert wide.gemm_wins(128, 3, 3, (1, 1), 4, 4)  # the implicit GEMM, positions first

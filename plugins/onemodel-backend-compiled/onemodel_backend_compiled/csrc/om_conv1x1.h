@@ -91,6 +91,13 @@ static void SFX(conv1x1_cols)(const int64_t *f, float **bufs, long n_lo, long n_
             }
         }
     SFX(Epi) e = {bias, bias ? 2 : 0, 0, 0, act == ACT_RELU ? ACT_RELU : ACT_NONE};
+#ifdef OM_LANES16  /* the 16-lane packed GEMM (om_wide.h): W's rows as A, the panels as B */
+    if (direct)
+        for (long n = 0; n < Nn; n++)
+            SFX(gemm)(Cout, Cin, HW, w, Cin, B + n * HW * Cin, out + n * Cout * HW, HW, &e);
+    else
+        SFX(gemm)(Cout, Cin, cols, w, Cin, B, Cs, ldc, &e);
+#else
     long jb = 65536 / (16 * (Cin > 0 ? Cin : 1));  /* panels per block: about 256 KiB in L2 */
     if (jb < 1) jb = 1;
     for (long j0 = 0; j0 < np; j0 += jb) {
@@ -114,6 +121,7 @@ static void SFX(conv1x1_cols)(const int64_t *f, float **bufs, long n_lo, long n_
             }
         }
     }
+#endif
     if (!direct)
         for (long n = 0; n < Nn; n++)
             for (long co = 0; co < Cout; co++)
