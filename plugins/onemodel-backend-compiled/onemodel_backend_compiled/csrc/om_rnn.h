@@ -94,6 +94,36 @@ static inline RB SFX(rb_tanh)(RB x) { return SFX(gate_tanh8)(x); }
 #define RB_U (2 / RB_N)   /* units (LSTM) or pairs / quads of units (GRU) per tile */
 static inline RB SFX(rb_sig)(RB x) { return 0.5f * SFX(rb_tanh)(0.5f * x) + 0.5f; }
 
+/* the tiles' accumulators: np tiles of up to 6 gate sums (4 for the LSTM and the GRU's n
+ * quads), each of RB_N batch vectors; rb_zero clears the first G of each tile */
+typedef RB SFX(rb_acc)[6][RB_N];
+static inline __attribute__((always_inline)) void SFX(rb_zero)(int np, int G,
+                                                              SFX(rb_acc) *acc) {
+    for (int t = 0; t < np; t++)
+        for (int g = 0; g < G; g++)
+            for (int q = 0; q < RB_N; q++) acc[t][g][q] = (RB){0};
+}
+
+/* the sums of every fused kernel: for k in [0, K), panel row k (P + 16 k) times the G weights
+ * of row k of each of np tiles (tile t's at w + t * tstride + G k) into acc[t][to[g]] (to:
+ * NULL for g itself), in k order, one fused multiply-add a step */
+static inline __attribute__((always_inline)) void SFX(rb_sums)(
+        int np, int G, long K, const float *P, const float *w, long tstride, const int *to,
+        SFX(rb_acc) *acc) {
+    for (long k = 0; k < K; k++) {
+        RB a[RB_N];
+        for (int q = 0; q < RB_N; q++) a[q] = SFX(rb_ld)(P + 16 * k + RB_W * q);
+        for (int t = 0; t < np; t++) {
+            const float *wk = w + t * tstride + G * k;
+            for (int g = 0; g < G; g++) {
+                RB b = SFX(rb_bc)(wk[g]);
+                int d = to ? to[g] : g;
+                for (int q = 0; q < RB_N; q++) acc[t][d][q] += b * a[q];
+            }
+        }
+    }
+}
+
 /* the LSTM cell on one batch row: g holds the pre-activations i, f, g, o (4H); c the cell
  * state, updated in place; h the new hidden state */
 static void SFX(lstm_row)(const float *g, float *c, float *h, long H) {
@@ -173,25 +203,13 @@ static void SFX(gru_n_row)(const float *a, const float *z, const float *hp, floa
  * transposes. Scratch: 16 (3 H + 2 I) floats (two panels, c^T). */
 static __attribute__((noinline)) void SFX(lstm_unit16)(long K, const float *wj, const float *bj,
                                                        const float *P, float *cj, float *hj) {
-    RB acc[RB_U][4][RB_N];
-    for (int u = 0; u < RB_U; u++)
-        for (int g = 0; g < 4; g++)
-            for (int q = 0; q < RB_N; q++) acc[u][g][q] = (RB){0};
+    SFX(rb_acc) acc[RB_U];
+    SFX(rb_zero)(RB_U, 4, acc);
     /* the weights of the units two ahead, a line at a time: the hardware's stream prefetch
      * stops at each 4 KiB page, and W (384 KiB at H = 128, I = 64) is read once a step, from
      * L3 where L2 is shared with a busy neighbour (a prefetch past W's end does not fault) */
     for (long o = 0; o < 4 * K * RB_U; o += 16) __builtin_prefetch(wj + 8 * K + o);
-    for (long k = 0; k < K; k++) {
-        RB a[RB_N];
-        for (int q = 0; q < RB_N; q++) a[q] = SFX(rb_ld)(P + 16 * k + RB_W * q);
-        for (int u = 0; u < RB_U; u++) {
-            const float *wk = wj + u * 4 * K + 4 * k;
-            for (int g = 0; g < 4; g++) {
-                RB w = SFX(rb_bc)(wk[g]);
-                for (int q = 0; q < RB_N; q++) acc[u][g][q] += w * a[q];
-            }
-        }
-    }
+    SFX(rb_sums)(RB_U, 4, K, P, wj, 4 * K, 0, acc);
     for (int u = 0; u < RB_U; u++)
         for (int q = 0; q < RB_N; q++) {
             RB i = acc[u][0][q], f = acc[u][1][q], g = acc[u][2][q], o = acc[u][3][q];
@@ -275,32 +293,18 @@ static void SFX(lstm_fused)(long T, long B, long H, long I, const float *x, long
 static inline __attribute__((always_inline)) void SFX(gru_pairs)(
         int np, long H, long I, const float *wp, const float *bj, const float *P,
         const float *hr, float *hj) {
-    RB acc[RB_U][6][RB_N], keep[RB_U][2][RB_N];
-    for (int p = 0; p < np; p++)
-        for (int g = 0; g < 6; g++)
-            for (int q = 0; q < RB_N; q++) acc[p][g][q] = (RB){0};
+    SFX(rb_acc) acc[RB_U];
+    RB keep[RB_U][2][RB_N];
+    SFX(rb_zero)(np, 6, acc);
     long pair = 6 * (H + I);  /* floats of one pair's weights */
-    for (int part = 0; part < 2; part++) {  /* (prefetching as lstm_unit16 does lost here) */
-        long K = part ? I : H;
-        const float *Pk = part ? P + 16 * H : P, *wq = part ? wp + 6 * H : wp;
-        for (long k = 0; k < K; k++) {
-            RB a[RB_N];
-            for (int q = 0; q < RB_N; q++) a[q] = SFX(rb_ld)(Pk + 16 * k + RB_W * q);
-            for (int p = 0; p < np; p++) {
-                const float *wk = wq + p * pair + 6 * k;
-                for (int g = 0; g < 6; g++) {
-                    RB w = SFX(rb_bc)(wk[g]);
-                    for (int q = 0; q < RB_N; q++) acc[p][g][q] += w * a[q];
-                }
-            }
+    /* the h rows (prefetching as lstm_unit16 does lost here) */
+    SFX(rb_sums)(np, 6, H, P, wp, pair, 0, acc);
+    for (int p = 0; p < np; p++)  /* W_hn h set aside: r scales it alone */
+        for (int q = 0; q < RB_N; q++) {
+            keep[p][0][q] = acc[p][2][q]; keep[p][1][q] = acc[p][5][q];
+            acc[p][2][q] = acc[p][5][q] = (RB){0};
         }
-        if (!part)  /* W_hn h set aside: r scales it alone */
-            for (int p = 0; p < np; p++)
-                for (int q = 0; q < RB_N; q++) {
-                    keep[p][0][q] = acc[p][2][q]; keep[p][1][q] = acc[p][5][q];
-                    acc[p][2][q] = acc[p][5][q] = (RB){0};
-                }
-    }
+    SFX(rb_sums)(np, 6, I, P + 16 * H, wp + 6 * H, pair, 0, acc);  /* the x rows */
     for (int p = 0; p < np; p++)
         for (int u = 0; u < 2; u++) {
             long unit = 2 * p + u;
@@ -346,35 +350,13 @@ static __attribute__((noinline)) void SFX(gru_rzx16)(long H, long I, const float
                                                      const float *bj, const float *P,
                                                      const float *hr, float *rh, float *zb,
                                                      float *nb) {
-    RB acc[RB_U][6][RB_N];  /* per pair: r, z, n of j, then of j + 1 (n: the x rows only) */
-    for (int p = 0; p < RB_U; p++)
-        for (int g = 0; g < 6; g++)
-            for (int q = 0; q < RB_N; q++) acc[p][g][q] = (RB){0};
+    SFX(rb_acc) acc[RB_U];  /* per pair: r, z, n of j, then of j + 1 (n: the x rows only) */
+    SFX(rb_zero)(RB_U, 6, acc);
     long pair = 4 * H + 6 * I;  /* floats of one pair's weights */
     static const int hrow[4] = {0, 1, 3, 4};  /* the h rows' r, z of j, r, z of j + 1 */
-    for (long k = 0; k < H; k++) {
-        RB a[RB_N];
-        for (int q = 0; q < RB_N; q++) a[q] = SFX(rb_ld)(P + 16 * k + RB_W * q);
-        for (int p = 0; p < RB_U; p++) {
-            const float *wk = wp + p * pair + 4 * k;
-            for (int g = 0; g < 4; g++) {
-                RB w = SFX(rb_bc)(wk[g]);
-                for (int q = 0; q < RB_N; q++) acc[p][hrow[g]][q] += w * a[q];
-            }
-        }
-    }
-    const float *Px = P + 16 * H;
-    for (long k = 0; k < I; k++) {  /* the x rows: r, z and n's input part */
-        RB a[RB_N];
-        for (int q = 0; q < RB_N; q++) a[q] = SFX(rb_ld)(Px + 16 * k + RB_W * q);
-        for (int p = 0; p < RB_U; p++) {
-            const float *wk = wp + p * pair + 4 * H + 6 * k;
-            for (int g = 0; g < 6; g++) {
-                RB w = SFX(rb_bc)(wk[g]);
-                for (int q = 0; q < RB_N; q++) acc[p][g][q] += w * a[q];
-            }
-        }
-    }
+    SFX(rb_sums)(RB_U, 4, H, P, wp, pair, hrow, acc);  /* the h rows: r and z */
+    /* the x rows: r, z and n's input part */
+    SFX(rb_sums)(RB_U, 6, I, P + 16 * H, wp + 4 * H, pair, 0, acc);
     for (int p = 0; p < RB_U; p++)
         for (int u = 0; u < 2; u++) {
             long unit = 2 * p + u;
@@ -396,21 +378,9 @@ static __attribute__((noinline)) void SFX(gru_rzx16)(long H, long I, const float
 static inline __attribute__((always_inline)) void SFX(gru_nquads)(
         int nq, long H, const float *wq, const float *bj, const float *RH, const float *nb,
         const float *zb, const float *hr, float *hj) {
-    RB acc[RB_U][4][RB_N];
-    for (int p = 0; p < nq; p++)
-        for (int g = 0; g < 4; g++)
-            for (int q = 0; q < RB_N; q++) acc[p][g][q] = (RB){0};
-    for (long k = 0; k < H; k++) {
-        RB x[RB_N];
-        for (int q = 0; q < RB_N; q++) x[q] = SFX(rb_ld)(RH + 16 * k + RB_W * q);
-        for (int p = 0; p < nq; p++) {
-            const float *wk = wq + p * 4 * H + 4 * k;
-            for (int g = 0; g < 4; g++) {
-                RB w = SFX(rb_bc)(wk[g]);
-                for (int q = 0; q < RB_N; q++) acc[p][g][q] += w * x[q];
-            }
-        }
-    }
+    SFX(rb_acc) acc[RB_U];
+    SFX(rb_zero)(nq, 4, acc);
+    SFX(rb_sums)(nq, 4, H, RH, wq, 4 * H, 0, acc);
     for (int p = 0; p < nq; p++)
         for (int u = 0; u < 4; u++) {
             long unit = 4 * p + u;
