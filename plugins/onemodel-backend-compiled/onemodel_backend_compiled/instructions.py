@@ -75,6 +75,19 @@ def _f(spec: str, codes=None) -> tuple:
     return tuple(out)
 
 
+def dw_small_scratch(hp: int, wp: int, kh: int, kw: int, ho: int, wo: int) -> int:
+    """The floats dw_small (om_kernels.h) needs: the padded input, the taps and the output,
+    8 channels (DW_L) a position; the kernel checks the instruction's scratch holds them."""
+    return (hp * wp + kh * kw + ho * wo) * 8
+
+
+def dw_direct_scratch(w: int, pw: int, s: int) -> int:
+    """om_dw.h's dw_direct_scratch: 17 row slots (the ring and a zero row), the stride-2 split
+    buffer, and the taps."""
+    ws = -(-((w + 2 * pw + 1) // s + 24) // 8) * 8
+    return 17 * s * ws + 2 * s * ws + 96
+
+
 def conv_direct_scratch(f: list) -> int:
     """The floats of scratch conv_direct_range (om_kernels.h) touches for these fields."""
     n_, cin, h, w, cout, kh, kw, ph, pw = f[1:10]
@@ -93,9 +106,10 @@ def conv_direct_scratch(f: list) -> int:
     nqr = _ceil(nq, 24)
     xpn = cig * sh * sw * plane + 24 + wp
     koff_end = _ceil(xpn, 16) + _ceil(cog, 4) * nqr + 32 + 2 * k
+    general = koff_end + (wp * sw + 16 if strided else 0)  # + the phase planes' row buffer
     if cig == 1 and cog == 1 and not pool and ho * wo <= (256 if strided else 64):
-        return max(koff_end, (hp * (w + 2 * pw) + kh * kw + ho * wo) * 8)  # dw_small
-    return koff_end + (wp * sw + 16 if strided else 0)  # + the phase planes' row buffer
+        return max(general, dw_small_scratch(hp, w + 2 * pw, kh, kw, ho, wo))
+    return general
 
 
 def _conv1x1_scratch(f: list) -> int:
@@ -281,4 +295,5 @@ def header_text() -> str:
 
 __all__ = ["header_text", "TABLE", "BY_OPCODE", "Instruction", "Field", "VM_OPCODES",
            "VM_RANGES", "VM_MAXREG", "VM_MAXIN", "VM_MAXCONST", "BUF_SHIFT", "ELEMENTS",
-           "GEMM_ACTS", "CONV_ACTS", "KINDS", "conv_direct_scratch", "OPCODE_LIMIT"]
+           "GEMM_ACTS", "CONV_ACTS", "KINDS", "conv_direct_scratch", "dw_direct_scratch",
+           "dw_small_scratch", "OPCODE_LIMIT"]

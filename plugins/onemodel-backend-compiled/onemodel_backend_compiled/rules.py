@@ -18,7 +18,7 @@ from onemodel.core.symbolic import evaluate_nested
 
 from . import linear_fusion
 from . import program as P
-from .instructions import BY_OPCODE
+from .instructions import BY_OPCODE, dw_direct_scratch, dw_small_scratch
 from .lower import Loc, Lowering, contiguous_strides, squeeze_dims
 from .views import heads_last_dest, reshape_view, split_view
 from .traits import epilogue_of, full_params, permutation_of, traits_of
@@ -518,10 +518,9 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
         # the layout of conv_direct_range (om_kernels.h): padded input, tiles, koff, the
         # phase planes' row buffer; the instruction carries it for a worker's own scratch
         need = (xpn + 15) // 16 * 16 + cog4 * nqr + 32 + 2 * k + 2 + wp * sw + 16
-        if cig == 1 and cog == 1:  # depthwise on a small map: 8-channel blocks (om_kernels.h)
-            need = max(need, (hp * wfull + kh * kw + ho * wo) * 8)
-            ws = -(-((wd + 2 * pw + 1) // sh + 24) // 8) * 8  # om_dw.h's dw_direct_scratch
-            need = max(need, 17 * sh * ws + 2 * sh * ws + 96)
+        if cig == 1 and cog == 1:  # depthwise: dw_small or dw_direct may take it
+            need = max(need, dw_small_scratch(hp, wfull, kh, kw, ho, wo),
+                       dw_direct_scratch(wd, pw, sh))
         scratch = lw.scratch(need)
         woff = lw.weights.offset(("conv4", lw.const_key(node.inputs[1]), g),
                                  lambda: pack_conv_weights(W, g))

@@ -110,6 +110,11 @@ IN_PLACE_CASES = [  # cin, cout, groups, (h, w), act: 1x1 stride 1 on the direct
     (16, 20, 1, (9, 8), "sigmoid"),    # 72 positions, 5 tiles of 4 channels
     (16, 18, 1, (8, 8), "relu"),       # 18 channels: not a multiple of 4, compacted
     (16, 16, 1, (7, 9), None),         # 63 positions: compacted
+    # over 16 KiB of input and at most 64 channels: blocks of positions copied rows apart
+    (16, 96, 1, (32, 32), "relu6"),    # blocks of 240: 4 whole and one of 64
+    (24, 20, 1, (16, 16), "hardswish"),  # blocks of 144 and 112, 5 tiles of 4 channels
+    (64, 8, 1, (9, 8), "sigmoid"),     # blocks of 48 and 24 (the tail by 8s)
+    (48, 12, 1, (11, 8), None),        # 88 positions: blocks of 48 and 40
 ]
 
 

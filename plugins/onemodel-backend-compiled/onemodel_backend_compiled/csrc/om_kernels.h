@@ -546,23 +546,57 @@ static void SFX(act_rows)(int act, float p0, float p1, float *x, long n) {
 #undef OM_ACT_ROWS
 }
 
+/* NB output positions p0.. of dw_small (flattened over the rows): NB independent sums, so
+ * the FMAs of a position's taps overlap those of the others (one position at a time was a
+ * chain of kh kw dependent FMAs, latency-bound at about a quarter of the FMA rate) */
+static inline __attribute__((always_inline)) void SFX(dw_small_block)(
+        int NB, const float *xb, const float *wb, V8 bv, float *ob, long p0, long Wo, long Wp,
+        long kh, long kw, long sh, long sw, long dh, long dw, int act, V8 lo, V8 hi) {
+    const float *base[8];
+    V8 c[8];
+    long oh = p0 / Wo, ow = p0 - oh * Wo;  /* then stepped: no division a position */
+    OM_UNROLL for (int b = 0; b < NB; b++) {
+        base[b] = xb + (oh * sh * Wp + ow * sw) * 8;
+        c[b] = (V8){0};
+        if (++ow == Wo) { ow = 0; oh++; }
+    }
+    for (long u = 0, k = 0; u < kh; u++)
+        for (long t = 0; t < kw; t++, k++) {
+            V8 w = SFX(ld8)(wb + k * 8);
+            long o = (u * dh * Wp + t * dw) * 8;
+            OM_UNROLL for (int b = 0; b < NB; b++) c[b] += w * SFX(ld8)(base[b] + o);
+        }
+    OM_UNROLL for (int b = 0; b < NB; b++) {
+        V8 v = c[b] + bv;
+        if (act == ACT_RELU) v = SFX(relu8)(v);
+        else if (act == ACT_CLIP) v = SFX(min8)(SFX(max8)(v, lo), hi);
+        SFX(st8)(ob + (p0 + b) * 8, v);
+    }
+}
+
 /* a depthwise convolution on a small map (at most 64 output positions at stride 1: 8x8 and
- * below, where the gather and scatter below cost less than the direct kernel's per-channel
- * setup, at 16x16 the two are even; at most 256 at larger strides, where the direct kernel
- * builds phase planes: 3x3 stride 2 96 channels 32x32 -> 16x16 62 -> 45 us at b1), 8 channels
- * in the 8 lanes: per block of 8 channels the zero-padded input
- * is gathered as [Hp][Wp][8] (8 positions of 8 channels at a time through an 8x8 transpose in
- * registers, and back for the output: the scalar moves were most of a 4x4 layer's time) and
- * the taps' weights as [k][8], so each output position is kh * kw vector FMAs over its window, with
- * no tile of 24 positions mostly empty and no per-channel setup (a 960-channel layer on a 2x2
- * map was about 40 ns a channel). Same order of sums as dw_rows: the taps from zero, then the
- * bias. xb: scratch of (Hp Wp + kh kw + Ho Wo) * 8 floats. */
+ * below; at most 256 at larger strides, where the direct kernel builds phase planes), 8
+ * channels in the 8 lanes: per block of 8 channels the zero-padded input is gathered as
+ * [Hp][Wp][8] (8 positions of 8 channels at a time through an 8x8 transpose in registers, and
+ * back for the output: the scalar moves were most of a 4x4 layer's time) and the taps'
+ * weights as [k][8], so each output position is kh * kw vector FMAs over its window, 8
+ * positions at once (dw_small_block), with no tile of 24 positions mostly empty and no
+ * per-channel setup (a 960-channel layer on a 2x2 map was about 40 ns a channel). Same order
+ * of sums as dw_rows: the taps from zero, then the bias.
+ * Measured on Zen 5 (avx512 copy, b4, 3x3): 192 channels on 8x8 25 us against the direct
+ * kernel's (om_dw.h) 40; 144 on 16x16 at stride 1 79 against 67, so dw_direct keeps that;
+ * 96 channels 32x32 -> 16x16 at stride 2 74 us, 180 with a chain of FMAs a position and a
+ * division a gathered vector. 16 channels in a zmm was 5-10 % faster on 2x2 to 8x8 maps and
+ * 1.4x slower on that strided 32x32 one, whose [Hp][Wp][16] block (74 KiB) leaves L1; not kept.
+ * xb: scratch of (Hp Wp + kh kw + Ho Wo) * 8 floats (instructions.py: dw_small_scratch). */
 static void SFX(dw_small)(const float *x, const float *wpk, const float *bias, float *out,
                           float *xb, long Nn, long C, long H, long W, long kh, long kw,
                           long ph, long pw, long sh, long sw, long dh, long dw, long Ho, long Wo,
                           int act, float ep0, float ep1) {
     long Hp = H + 2 * ph, Wp = W + 2 * pw, K = kh * kw, HW = H * W, P = Ho * Wo;
     float *wb = xb + Hp * Wp * 8, *ob = wb + K * 8;
+    V8 lo = SFX(bc)(ep0), hi = SFX(bc)(ep1);
+    int late = act != ACT_NONE && act != ACT_RELU && act != ACT_CLIP;
     for (long c0 = 0; c0 < C; c0 += 8) {  /* a block's taps gathered once for every image */
         long nl = C - c0 < 8 ? C - c0 : 8;
         memset(wb, 0, K * 8 * sizeof(float));
@@ -582,26 +616,27 @@ static void SFX(dw_small)(const float *x, const float *wpk, const float *bias, f
                     V8 r[8];
                     for (int l = 0; l < 8; l++) r[l] = SFX(ld8)(src + l * HW + p);
                     SFX(transpose8)(r);
+                    long h = p / W, w = p - h * W;  /* then stepped: a division per 8 */
                     for (int q = 0; q < 8; q++) {
-                        long h = (p + q) / W, w = (p + q) % W;
                         SFX(st8)(xb + ((h + ph) * Wp + w + pw) * 8, r[q]);
+                        if (++w == W) { w = 0; h++; }
                     }
                 }
-            for (; p < HW; p++)
-                for (long l = 0; l < nl; l++)
-                    xb[((p / W + ph) * Wp + p % W + pw) * 8 + l] = src[l * HW + p];
-            for (long oh = 0; oh < Ho; oh++)
-                for (long ow = 0; ow < Wo; ow++) {
-                    const float *base = xb + (oh * sh * Wp + ow * sw) * 8;
-                    V8 c = {0};
-                    for (long u = 0, k = 0; u < kh; u++)
-                        for (long t = 0; t < kw; t++, k++)
-                            c += SFX(ld8)(wb + k * 8) * SFX(ld8)(base + (u * dh * Wp + t * dw) * 8);
-                    V8 v = c + bv;
-                    if (act == ACT_RELU) v = SFX(relu8)(v);
-                    SFX(st8)(ob + (oh * Wo + ow) * 8, v);
-                }
-            if (act != ACT_NONE && act != ACT_RELU)  /* the 8 lanes at once, not P at a time */
+            for (long h = p / W, w = p - h * W; p < HW; p++) {
+                float *d = xb + ((h + ph) * Wp + w + pw) * 8;
+                for (long l = 0; l < nl; l++) d[l] = src[l * HW + p];
+                if (++w == W) { w = 0; h++; }
+            }
+            for (p = 0; p + 8 <= P; p += 8)
+                SFX(dw_small_block)(8, xb, wb, bv, ob, p, Wo, Wp, kh, kw, sh, sw, dh, dw, act,
+                                    lo, hi);
+            for (; p + 4 <= P; p += 4)
+                SFX(dw_small_block)(4, xb, wb, bv, ob, p, Wo, Wp, kh, kw, sh, sw, dh, dw, act,
+                                    lo, hi);
+            for (; p < P; p++)
+                SFX(dw_small_block)(1, xb, wb, bv, ob, p, Wo, Wp, kh, kw, sh, sw, dh, dw, act,
+                                    lo, hi);
+            if (late)  /* the 8 lanes at once, not P at a time */
                 SFX(act_rows)(act, ep0, ep1, ob, P * 8);
             float *o = out + (nn * C + c0) * P;
             p = 0;
@@ -650,6 +685,29 @@ static void SFX(phase_planes)(const float *xg, float *xp, long cig, long H, long
                     }
             }
         }
+}
+
+/* the direct convolution's tiles of 4 output channels over positions [q_lo, q_end): 24 at a
+ * time (two 24s at once with OM_LANES16), the last 16 or 8 by 8s; q_endr: where the last tile
+ * may write to (q_end rounded up to 24 at the end of the map, q_end inside it) */
+static inline void SFX(conv_tiles)(long q_lo, long q_end, long q_endr, long kn, const long *koff,
+                                   const float *xs, const float *wk, float *o, long ldo,
+                                   const float *bb, int relu, int first, int last) {
+    for (long q0 = q_lo; q0 < q_endr; q0 += CV_NR) {
+        if (q_end - q0 <= 16) {  /* the tail: 8 positions at a time */
+            for (long q8 = q0; q8 < q_end; q8 += 8)
+                SFX(conv_tile8)(kn, koff, xs + q8, wk, o + q8, ldo, bb, relu, first, last);
+            break;
+        }
+#ifdef OM_LANES16  /* this tile and the next when that one is whole (om_wide.h) */
+        if (q0 + 2 * CV_NR <= q_endr && q_end - q0 - CV_NR > 16) {
+            SFX(conv_tile48)(kn, koff, xs + q0, wk, o + q0, ldo, bb, relu, first, last);
+            q0 += CV_NR;
+            continue;
+        }
+#endif
+        SFX(conv_tile)(kn, koff, xs + q0, wk, o + q0, ldo, bb, relu, first, last);
+    }
 }
 
 /* f: x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, G, Ho, Wo, wpacked, bias, act, out,
@@ -712,19 +770,21 @@ static __attribute__((noinline)) void SFX(conv_direct_range)(const int64_t *f, f
         ep0 = (float)d0; ep1 = (float)d1;
     }
     long Hq = Ho / 2, Wq = Wo / 2;
-    /* depthwise: rows of 8-lane columns (om_dw.h) where a row has 8 outputs or more at stride
-     * 1 (8x8: 0.75-0.8x dw_small's time, 4x4: 1.5x), and past dw_small's limit otherwise
-     * (strided 16x16 outputs: dw_small is as fast or faster) */
+    /* depthwise: rows of 8-lane columns (om_dw.h) past dw_small's limits (16x16 outputs at
+     * stride 1: 67 against dw_small's 79 us; 8x8: 40 against 25), else dw_small; either only
+     * where the instruction's scratch holds what it needs (a smaller one takes the general
+     * path below, which the scratch always holds) */
     int depthwise = cig == 1 && cog == 1 && !pool;
     long Pn = Ho * Wo;
     if (depthwise && !pro.mean && SFX(dw_direct_fits)(kh, kw, sh, sw, dh, dw, ph, pw)
-        && (strided ? Pn > 256 : Wo >= 8 || Pn > 64)
+        && (strided ? Pn > 256 : Pn > 64)
         && SFX(dw_direct_scratch)(W, pw, sh) <= f[28]) {
         SFX(dw_direct)(kh, sh, x, wpk, bias, out, scr, Nn, Cin, H, W, ph, pw, Ho, Wo, act,
                        ep0, ep1);
         return;
     }
-    if (depthwise && Pn <= (strided ? 256 : 64)) {
+    long dws = (Hp * (W + 2 * pw) + kh * kw + Pn) * 8;  /* instructions.py dw_small_scratch */
+    if (depthwise && Pn <= (strided ? 256 : 64) && dws <= f[28]) {
         SFX(dw_small)(x, wpk, bias, out, scr, Nn, Cin, H, W, kh, kw, ph, pw, sh, sw, dh, dw,
                       Ho, Wo, act, ep0, ep1);
         return;
@@ -747,6 +807,22 @@ static __attribute__((noinline)) void SFX(conv_direct_range)(const int64_t *f, f
     int out_inplace = kh == 1 && kw == 1 && !strided && ph == 0 && pw == 0 && !pool
                       && (H * W) % 8 == 0 && cog % 4 == 0 && cig > 1;
     int in_inplace = out_inplace && !pro.mean;
+    /* read in place, at most 64 input channels and over 16 KiB of them: positions in blocks
+     * of about 16 KiB of input (a multiple of 48), each block's rows copied ldb apart, every
+     * output channel of a block before the next block. In place, the tiles' input rows are
+     * the planes, H W floats apart: at 32x32 that is 4 KiB, 16 or more streams on one L1 set
+     * (12 ways), reloaded for every 4 output channels. Zen 5, avx512, b4: 16->96 on 32x32
+     * 126 -> 108 us alone, 161 -> 113 inside mobilenet_v2; 144->24 on 16x16 (blocks of 48)
+     * was 45 -> 55, hence the 64 */
+    long qblock = 0, ldb = 0;
+    if (in_inplace && kchunk == K && K <= 64 && K * H * W > 4096) {
+        qblock = 4096 / K / 48 * 48;
+        qblock = qblock < 48 ? 48 : qblock;
+        ldb = qblock + 24 + 8;  /* the last tile's slack; not a power of two */
+        if (K * ldb > xpn) qblock = 0;
+        else
+            for (long k = 0; k < K; k++) koff[k] = k * ldb;
+    }
     if (!in_inplace) memset(xp, 0, xpn * sizeof(float));
     for (long nn = 0; nn < Nn; nn++)
         for (long g = 0; g < G; g++) {
@@ -770,6 +846,24 @@ static __attribute__((noinline)) void SFX(conv_direct_range)(const int64_t *f, f
                                   (float *)(koff + K), &pro, g * cig);
             const float *wg = wpk + g * cog4 * K;
             const float *bg = bias ? bias + g * cog : 0;
+            if (qblock) {  /* position blocks, every output channel of one before the next */
+                for (long qs = 0; qs < nq; qs += qblock) {
+                    long qe = qs + qblock < nq ? qs + qblock : nq;
+                    for (long ci = 0; ci < K; ci++)  /* the block's input, rows ldb apart */
+                        memcpy(xp + ci * ldb, xs + ci * H * W + qs, (qe - qs) * sizeof(float));
+                    for (long cb = 0; cb < cog4; cb += 4) {
+                        float bb[4];
+                        for (int r = 0; r < 4; r++) bb[r] = bg && cb + r < cog ? bg[cb + r] : 0.0f;
+                        SFX(conv_tiles)(0, qe - qs, qe == nq ? nqr - qs : qe - qs, K, koff, xp,
+                                        wg + cb * K, og + cb * ldo + qs, ldo, bg ? bb : 0,
+                                        act == ACT_RELU, 1, 1);
+                        if (act != ACT_NONE && act != ACT_RELU)  /* while in L1 */
+                            for (long co = cb; co < cb + 4; co++)
+                                SFX(act_rows)(act, ep0, ep1, og + co * ldo + qs, qe - qs);
+                    }
+                }
+                continue;
+            }
             for (long k0 = 0; k0 < K; k0 += kchunk)  /* input channels by chunks */
             for (long cb = 0; cb < cog4; cb += 4) {
                 long kn = K - k0 < kchunk ? K - k0 : kchunk;
@@ -780,24 +874,8 @@ static __attribute__((noinline)) void SFX(conv_direct_range)(const int64_t *f, f
                 if (cig == 1 && cog == 1)  /* depthwise: no 4 output channels share an input */
                     SFX(dw_rows)(K, koff, xp, wk, op, nq, nqr, bb[0], act == ACT_RELU);
                 else
-                for (long q0 = 0; q0 < nqr; q0 += CV_NR) {
-                    if (nq - q0 <= 16) {  /* the tail: 8 positions at a time */
-                        for (long q8 = q0; q8 < nq; q8 += 8)
-                            SFX(conv_tile8)(kn, koff + k0, xs + q8, wk, og + cb * ldo + q8,
-                                            ldo, bg ? bb : 0, act == ACT_RELU, first, last);
-                        break;
-                    }
-#ifdef OM_LANES16  /* this tile and the next when that one is whole (om_wide.h) */
-                    if (q0 + 2 * CV_NR <= nqr && nq - q0 - CV_NR > 16) {
-                        SFX(conv_tile48)(kn, koff + k0, xs + q0, wk, og + cb * ldo + q0, ldo,
-                                         bg ? bb : 0, act == ACT_RELU, first, last);
-                        q0 += CV_NR;
-                        continue;
-                    }
-#endif
-                    SFX(conv_tile)(kn, koff + k0, xs + q0, wk, og + cb * ldo + q0, ldo,
-                                   bg ? bb : 0, act == ACT_RELU, first, last);
-                }
+                    SFX(conv_tiles)(0, nq, nqr, kn, koff + k0, xs, wk, og + cb * ldo, ldo,
+                                    bg ? bb : 0, act == ACT_RELU, first, last);
                 if (!last) continue;
                 /* these 4 channels, while they are in L1: pooled or compacted into out */
                 long ce = cb + 4 < cog ? cb + 4 : cog;
