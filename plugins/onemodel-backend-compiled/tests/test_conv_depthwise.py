@@ -46,6 +46,8 @@ CASES = [  # channels, kernel, stride, pad, (h, w): small maps (dw_small) and st
     (9, 3, 2, 1, (33, 31)),  # stride 2, 272 outputs: phase planes, 8 columns and a tail
     (6, 5, 2, 2, (36, 34)),  # 5x5 stride 2, padding 2: phase planes
     (5, 3, 3, 1, (50, 47)),  # stride 3, 272 outputs: phase planes by the scalar split
+    (6, 3, 2, 0, (35, 37)),  # stride 2 rows split straight from x: no padding, odd width
+    (4, 3, 2, 1, (120, 9)),  # rows of 9: too short for a vector of the split
 ]
 
 

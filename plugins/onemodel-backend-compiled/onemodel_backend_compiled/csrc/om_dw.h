@@ -87,6 +87,32 @@ static inline void SFX(dw_split2)(const float *tmp, float *ev, float *od, long n
     for (; j < n2; j++) { ev[j] = tmp[2 * j]; od[j] = tmp[2 * j + 1]; }
 }
 
+/* the even and odd columns (n2 of each) of a row padded with pw zeros on the left and
+ * zeros past its W values, split straight from the row: copying it into a padded buffer
+ * first and loading that back at another alignment stalled every load on store forwarding
+ * (Zen 5: over half of a strided depthwise layer's time). The same values as a padded copy
+ * through dw_split2. */
+static inline void SFX(dw_split2_row)(const float *src, long W, long pw, float *ev, float *od,
+                                      long n2) {
+    long j = 0;
+    for (; j < n2 && 2 * j - pw < 0; j++) {  /* the left padding */
+        long a = 2 * j - pw, b = a + 1;
+        ev[j] = a >= 0 && a < W ? src[a] : 0.0f;
+        od[j] = b >= 0 && b < W ? src[b] : 0.0f;
+    }
+    for (; j + 8 <= n2 && 2 * j - pw + 16 <= W; j += 8) {
+        const float *p = src + 2 * j - pw;
+        V8 m0 = SFX(ld8)(p), m1 = SFX(ld8)(p + 8);
+        SFX(st8)(ev + j, OM_SHUF8X2(m0, m1, 0, 2, 4, 6, 8, 10, 12, 14));
+        SFX(st8)(od + j, OM_SHUF8X2(m0, m1, 1, 3, 5, 7, 9, 11, 13, 15));
+    }
+    for (; j < n2; j++) {  /* the last columns and the right padding */
+        long a = 2 * j - pw, b = a + 1;
+        ev[j] = a >= 0 && a < W ? src[a] : 0.0f;
+        od[j] = b >= 0 && b < W ? src[b] : 0.0f;
+    }
+}
+
 /* every channel of images [0, Nn): x [Nn][C][H][W] -> out [Nn][C][Ho][Wo]; wpk: the packed
  * depthwise weights (channel c's tap k at wpk[c 4 KK + 4 k]); scr: dw_direct_scratch floats */
 static inline __attribute__((always_inline)) void SFX(dw_direct_k)(
@@ -97,7 +123,6 @@ static inline __attribute__((always_inline)) void SFX(dw_direct_k)(
     float *zero = scr + OM_DW_SLOTS * slot, *tmp = zero + slot, *tail = tmp + 2 * ws * S;
     V8 lo = SFX(bc)(ep0), hi = SFX(bc)(ep1);
     memset(scr, 0, (OM_DW_SLOTS + 1) * slot * sizeof(float));  /* paddings stay zero */
-    memset(tmp, 0, (2 * ws * S + 32) * sizeof(float));
     int late = act != ACT_NONE && act != ACT_RELU && act != ACT_CLIP;
     for (long nn = 0; nn < Nn; nn++)
         for (long c = 0; c < C; c++) {
@@ -120,8 +145,7 @@ static inline __attribute__((always_inline)) void SFX(dw_direct_k)(
                     if (tag[ih % OM_DW_SLOTS] == ih) continue;
                     tag[ih % OM_DW_SLOTS] = ih;
                     if (S == 1) { memcpy(sl + pw, xc + ih * W, W * sizeof(float)); continue; }
-                    memcpy(tmp + pw, xc + ih * W, W * sizeof(float));  /* then even / odd */
-                    SFX(dw_split2)(tmp, sl, sl + ws, (W + 2 * pw + 1) / 2);
+                    SFX(dw_split2_row)(xc + ih * W, W, pw, sl, sl + ws, (W + 2 * pw + 1) / 2);
                 }
                 float *orow[4];
                 for (int r = 0; r < 4; r++) orow[r] = oc + (oh + (r < R ? r : 0)) * Wo;

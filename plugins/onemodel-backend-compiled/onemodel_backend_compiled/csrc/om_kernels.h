@@ -674,6 +674,11 @@ static void SFX(phase_planes)(const float *xg, float *xp, long cig, long H, long
                         memset(pl + b * plane + i * Wp, 0, Wp * sizeof(float));
                     continue;
                 }
+                if (sw == 2 && (!pro || !pro->mean)) {  /* straight from the row (om_dw.h) */
+                    float *r0 = pl + i * Wp;
+                    SFX(dw_split2_row)(xg + (ci * H + h) * W, W, pw, r0, r0 + plane, Wp);
+                    continue;
+                }
                 SFX(pro_row)(pro, c0 + ci, xg + (ci * H + h) * W, tmp + pw, W);  /* W + pw <= wt */
                 if (sw == 2) {
                     float *r0 = pl + i * Wp;
