@@ -42,9 +42,10 @@ CASES = [  # channels, kernel, stride, pad, (h, w): small maps (dw_small) and st
     (9, 5, 1, 2, (6, 5)),    # 30 positions: 3 transposes and 6 positions one by one
     (8, 3, 1, 1, (9, 8)),    # 72 outputs: the direct kernel
     (13, 3, 2, 1, (9, 9)),   # stride 2, 25 outputs: dw_small
-    (10, 3, 2, 1, (31, 32)),  # stride 2, 256 outputs: dw_small's limit
-    (9, 3, 2, 1, (33, 31)),  # stride 2, 272 outputs: phase planes, 8 columns and a tail
-    (6, 5, 2, 2, (36, 34)),  # 5x5 stride 2, padding 2: phase planes
+    (10, 3, 2, 1, (31, 32)),  # stride 2, 256 outputs: the row kernel (past 64)
+    (5, 3, 3, 1, (30, 28)),  # stride 3, 100 outputs: dw_small (the row kernel takes 1 and 2)
+    (9, 3, 2, 1, (33, 31)),  # stride 2, 272 outputs: the row kernel, 8 columns and a tail
+    (6, 5, 2, 2, (36, 34)),  # 5x5 stride 2, padding 2: the row kernel
     (5, 3, 3, 1, (50, 47)),  # stride 3, 272 outputs: phase planes by the scalar split
     (6, 3, 2, 0, (35, 37)),  # stride 2 rows split straight from x: no padding, odd width
     (4, 3, 2, 1, (120, 9)),  # rows of 9: too short for a vector of the split

@@ -100,12 +100,19 @@ static inline void SFX(dw_split2_row)(const float *src, long W, long pw, float *
         ev[j] = a >= 0 && a < W ? src[a] : 0.0f;
         od[j] = b >= 0 && b < W ? src[b] : 0.0f;
     }
-    for (; j + 8 <= n2 && 2 * j - pw + 16 <= W; j += 8) {
-        const float *p = src + 2 * j - pw;
-        V8 m0 = SFX(ld8)(p), m1 = SFX(ld8)(p + 8);
-        SFX(st8)(ev + j, OM_SHUF8X2(m0, m1, 0, 2, 4, 6, 8, 10, 12, 14));
-        SFX(st8)(od + j, OM_SHUF8X2(m0, m1, 1, 3, 5, 7, 9, 11, 13, 15));
+#define OM_SPLIT8(J) do { const float *p_ = src + 2 * (J) - pw; \
+        V8 m0_ = SFX(ld8)(p_), m1_ = SFX(ld8)(p_ + 8); \
+        SFX(st8)(ev + (J), OM_SHUF8X2(m0_, m1_, 0, 2, 4, 6, 8, 10, 12, 14)); \
+        SFX(st8)(od + (J), OM_SHUF8X2(m0_, m1_, 1, 3, 5, 7, 9, 11, 13, 15)); } while (0)
+    for (; j + 8 <= n2 && 2 * j - pw + 16 <= W; j += 8) OM_SPLIT8(j);
+    /* the last whole vector of the row, overlapping the one before (the same values): a row
+     * of 32 then leaves one column pair to the scalar steps, not 8 */
+    long jt = (W - 16 + pw) / 2;
+    if (j < n2 && W >= 16 && 2 * jt - pw >= 0 && jt + 8 <= n2 && jt + 8 > j) {
+        OM_SPLIT8(jt);
+        j = jt + 8;
     }
+#undef OM_SPLIT8
     for (; j < n2; j++) {  /* the last columns and the right padding */
         long a = 2 * j - pw, b = a + 1;
         ev[j] = a >= 0 && a < W ? src[a] : 0.0f;

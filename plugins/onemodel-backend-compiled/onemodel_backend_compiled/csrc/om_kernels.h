@@ -775,14 +775,15 @@ static __attribute__((noinline)) void SFX(conv_direct_range)(const int64_t *f, f
         ep0 = (float)d0; ep1 = (float)d1;
     }
     long Hq = Ho / 2, Wq = Wo / 2;
-    /* depthwise: rows of 8-lane columns (om_dw.h) past dw_small's limits (16x16 outputs at
-     * stride 1: 67 against dw_small's 79 us; 8x8: 40 against 25), else dw_small; either only
-     * where the instruction's scratch holds what it needs (a smaller one takes the general
-     * path below, which the scratch always holds) */
+    /* depthwise: rows of 8-lane columns (om_dw.h) past 64 outputs (Zen 5, b4: 16x16 at
+     * stride 1 67 against dw_small's 79 us, 8x8 40 against 25; 16x16 at stride 2, 96
+     * channels, 77 against 80, b1 20.7 against 22), else dw_small; either only where the
+     * instruction's scratch holds what it needs (a smaller one takes the general path below,
+     * which the scratch always holds) */
     int depthwise = cig == 1 && cog == 1 && !pool;
     long Pn = Ho * Wo;
     if (depthwise && !pro.mean && SFX(dw_direct_fits)(kh, kw, sh, sw, dh, dw, ph, pw)
-        && (strided ? Pn > 256 : Pn > 64)
+        && Pn > 64
         && SFX(dw_direct_scratch)(W, pw, sh) <= f[28]) {
         SFX(dw_direct)(kh, sh, x, wpk, bias, out, scr, Nn, Cin, H, W, ph, pw, Ho, Wo, act,
                        ep0, ep1);
