@@ -77,7 +77,7 @@ def _f(spec: str, codes=None) -> tuple:
 
 def dw_small_scratch(hp: int, wp: int, kh: int, kw: int, ho: int, wo: int) -> int:
     """The floats dw_small (om_kernels.h) needs: the padded input, the taps and the output,
-    8 channels (DW_L) a position; the kernel checks the instruction's scratch holds them."""
+    8 channels a position; the kernel checks that the instruction's scratch holds them."""
     return (hp * wp + kh * kw + ho * wo) * 8
 
 
