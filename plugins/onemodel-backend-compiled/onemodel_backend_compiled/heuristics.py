@@ -54,7 +54,19 @@ class ConvHeuristics:
     0.88, 192->32 8x8 1.16, 144->24 16x16 1.08 (b1 1.30), 16->96 32x32 1.18, 24->144 16x16
     1.16; 1024->128 4x4 1.11 (b1 1.06), 576->96 4x4 1.00, 384->96 4x4 0.97, 96->576 4x4
     0.92; 2x2 maps 1.23-1.44. Hence W x there from 128 input channels, 64 output channels and
-    64 positions. With its 8-lane form (before) W x lost everywhere (1.16-1.83)."""
+    64 positions. With its 8-lane form (before) W x lost everywhere (1.16-1.83).
+
+    Channels in the lanes (conv2d_lanes, om_conv_lanes.h; an AVX-512 Zen 4, family 25, 1
+    thread, + bias and ReLU, its time / the positions-in-lanes direct kernel's, alternating
+    runs, the same bits): 16->32 3x3 on 14x14 + 2x2 pool b64 1209 / 1356 us (0.89), 1->16 on
+    28x28 + pool b64 0.78, 3->32 on 112x112 + pool b1 0.89; SqueezeNet's expand 3x3 at b4
+    16->64 55x55 0.98, 32->128 27x27 0.94, 48->192 and 64->256 13x13 0.82 / 0.81; 128->32
+    on 14x14 / 28x28 b4 0.88 / 0.92, on 56x56 b1 0.87; ResNet's 64 on 56x56 0.90, 128 on
+    28x28 0.90, 256 on 14x14 b4 0.82, 64->128 stride 2 0.81; 1x1 256->128 on 14x14 0.75,
+    128->128 on 15x15 0.81. With few taps and no pool it loses or ties: 1->16 on 28x28 1.07,
+    3->32 stride 1 and 2 0.98-1.16, 8->32 1.01, 1x1 16->96 on 32x32 1.33, 64->128 on 16x16
+    0.99-1.05 (its output's transposes then cost as much as its FMAs). Hence, in the avx512
+    record, from 16 output channels with a pool or 128 taps."""
 
     #: implicit GEMM for a kxk stride-1 convolution up to this many output positions
     gemm_max_positions: int = 49
@@ -84,6 +96,21 @@ class ConvHeuristics:
     cols_min_k: int = 64
     #: strided ones too (their runs gathered element by element: not measured to win)
     cols_strided: bool = False
+
+    #: a convolution of one group whose output channels are a multiple of 16 and at least
+    #: this many runs with its channels in the lanes (om_conv_lanes.h); 0: never ...
+    lanes_min_cout: int = 0
+    #: ... when it fuses a 2x2 max pool or has at least this many taps (input channels x
+    #: kernel positions: fewer, and writing its output back to planes outweighs the FMAs)
+    lanes_min_k: int = 128
+
+    def lanes_win(self, groups: int, cin: int, cout: int, kh: int, kw: int, stride,
+                  pool: bool) -> bool:
+        """Whether a convolution the direct kernel would run takes conv2d_lanes instead
+        (om_conv_lanes.h: one group, output channels a multiple of 16, a column stride of 1
+        or 2)."""
+        return 0 < self.lanes_min_cout <= cout and groups == 1 and cout % 16 == 0 \
+            and tuple(stride)[1] <= 2 and (pool or cin * kh * kw >= self.lanes_min_k)
 
     def one_gemm_1x1_wins(self, cin: int, positions: int, images: int, prologue: bool,
                           cout: int) -> bool:
@@ -128,7 +155,7 @@ MEASURED: dict[str, Heuristics] = {
     "avx2": Heuristics(),
     "avx512": Heuristics(ConvHeuristics(cols_max_positions=0, wx_1x1_min_cin=128,
                                         wx_1x1_min_cin_prologue=128, wx_1x1_min_positions=64,
-                                        wx_1x1_min_cout=64)),
+                                        wx_1x1_min_cout=64, lanes_min_cout=16)),
 }
 #: a copy without a measured entry takes the first measured one in this chain (avx2-w16, the
 #: avx512 copy's C built for AVX2, takes avx512's, so its plans test the same paths)

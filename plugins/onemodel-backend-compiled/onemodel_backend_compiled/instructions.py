@@ -112,6 +112,30 @@ def conv_direct_scratch(f: list) -> int:
     return general
 
 
+#: positions of a group of rows in om_conv_lanes.h (OM_CL_ROWS_POSITIONS)
+LANES_ROWS_POSITIONS = 128
+
+
+def lanes_group_rows(wo: int, pool: int) -> int:
+    """om_conv_lanes.h's cl_group_rows: output rows a group computes before its epilogue."""
+    gr = max(1, LANES_ROWS_POSITIONS // wo)
+    return max(2, gr // 2 * 2) if pool else gr
+
+
+def conv_lanes_scratch(f: list) -> int:
+    """The floats conv_lanes_range (om_conv_lanes.h) lays out: the padded input planes (none
+    when it reads x in place), koff, a group's [positions][32], its pooled form and its
+    channels-first copy, each by whole 8s of positions."""
+    cin, h, w, kh, kw, ph, pw = f[2], f[3], f[4], f[6], f[7], f[8], f[9]
+    wo, pool = f[14], f[20]
+    inplace = ph == 0 and pw == 0 and f[25] == -1
+    xpn = 0 if inplace else _ceil(cin * (h + 2 * ph) * (w + 2 * pw), 16)
+    gr = lanes_group_rows(wo, pool)
+    gp = _ceil(gr * wo, 8)
+    return xpn + _ceil(2 * cin * kh * kw, 16) + 2 * gp * 32 \
+        + (_ceil((gr // 2) * (wo // 2), 8) * 32 if pool else 0)
+
+
 def _conv1x1_scratch(f: list) -> int:
     """om_conv1x1.h: channels first, x's panels and C when a panel may span two images;
     positions first, the transposed input and C."""
@@ -139,6 +163,13 @@ def _attention_scratch(f: list) -> int:
     return _ceil(sk, 16) * d + sq * sk + _ceil(dv, 16) * sk + sq
 
 
+#: the direct convolutions' fields (conv2d_direct, and conv2d_lanes with one group)
+_CONV_DIRECT = ("x:addr n:count cin:count h:count w:count cout:count kh:count kw:count "
+                "ph:stride pw:stride dh:count dw:count groups:count ho:count wo:count "
+                "wpacked:addr bias:addr? act:code out:addr scratch:addr pool:code sh:count "
+                "sw:count p0:float p1:float mean:addr? scale:addr? shift:addr? "
+                "scratch_floats:count")
+_DIRECT_CODES = {"act": CONV_ACTS, "pool": (0, 1)}
 _ACT = {"act": GEMM_ACTS}
 _CONV_ACT = {"act": CONV_ACTS}
 _ATTN = ("nb0:count nb1:count sq:count sk:count d:count dv:count scale:float "
@@ -170,12 +201,8 @@ TABLE: tuple[Instruction, ...] = (
         "nb:count a:addr sa:stride lda:stride b:addr sb:stride bk:stride bn:stride c:addr "
         "so:stride m:count k:count n:count act:code scratch:addr", _ACT),
         (14, lambda f: _ceil(f[12], 16) * f[11])),
-    Instruction("CONV_DIRECT", 11, "conv2d_direct", _f(
-        "x:addr n:count cin:count h:count w:count cout:count kh:count kw:count ph:stride "
-        "pw:stride dh:count dw:count groups:count ho:count wo:count wpacked:addr bias:addr? "
-        "act:code out:addr scratch:addr pool:code sh:count sw:count p0:float p1:float "
-        "mean:addr? scale:addr? shift:addr? scratch_floats:count",
-        {**_CONV_ACT, "pool": (0, 1)}), (19, conv_direct_scratch)),
+    Instruction("CONV_DIRECT", 11, "conv2d_direct", _f(_CONV_DIRECT, _DIRECT_CODES),
+                (19, conv_direct_scratch)),
     Instruction("CONV1X1", 12, "conv2d_1x1_gemm", _f(
         "x:addr n:count cin:count hw:count cout:count w:addr bias:addr? act:code "
         "out:addr scratch:addr p0:float p1:float mean:addr? scale:addr? shift:addr? "
@@ -189,6 +216,8 @@ TABLE: tuple[Instruction, ...] = (
         "scale:addr? shift:addr? layout:code", {**_CONV_ACT, "layout": (0, 1)}),
         (20, _conv_gemm_scratch),
         "20-29: convolution paths"),
+    Instruction("CONV_LANES", 21, "conv2d_lanes", _f(_CONV_DIRECT, _DIRECT_CODES),
+                (19, conv_lanes_scratch), "conv2d_direct's fields; one group"),
     Instruction("GATHER", 30, "gather", _f(
         "x:addr outer:count n:count inner:count idx:addr:i64 nidx:count out:addr negative:code",
         {"negative": (0, 1)}), comment="the text helper's range: 30-39"),
@@ -295,5 +324,6 @@ def header_text() -> str:
 
 __all__ = ["header_text", "TABLE", "BY_OPCODE", "Instruction", "Field", "VM_OPCODES",
            "VM_RANGES", "VM_MAXREG", "VM_MAXIN", "VM_MAXCONST", "BUF_SHIFT", "ELEMENTS",
-           "GEMM_ACTS", "CONV_ACTS", "KINDS", "conv_direct_scratch", "dw_direct_scratch",
+           "GEMM_ACTS", "CONV_ACTS", "KINDS", "conv_direct_scratch", "conv_lanes_scratch",
+           "lanes_group_rows", "dw_direct_scratch",
            "dw_small_scratch", "OPCODE_LIMIT"]

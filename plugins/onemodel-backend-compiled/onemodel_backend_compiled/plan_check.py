@@ -36,7 +36,7 @@ from onemodel.errors import OneModelError
 
 from . import instructions as T
 from . import program as P
-from .instructions import CONV_ACTS, GEMM_ACTS, conv_direct_scratch
+from .instructions import CONV_ACTS, GEMM_ACTS, conv_direct_scratch, conv_lanes_scratch
 from .plan_codec import BadEntry
 
 #: the largest scratch arena a plan may declare, in bytes (16 GiB)
@@ -305,7 +305,7 @@ def _prologue(c: _Ins, at: int, channels: int) -> bool:
     return True
 
 
-def _conv_direct(c: _Ins) -> None:
+def _conv_direct(c: _Ins, lanes: bool = False) -> None:
     # x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, G, Ho, Wo, wpacked, bias, act, out,
     # scratch, pool, sh, sw, p0, p1, mean, scale, shift, scratch floats
     n, cin, h, w, cout = (c.count(i, s) for i, s in ((1, "N"), (2, "Cin"), (3, "H"), (4, "W"),
@@ -317,17 +317,21 @@ def _conv_direct(c: _Ins) -> None:
     sh, sw = c.count(21, "stride"), c.count(22, "stride")
     if cin % g or cout % g:
         c.fail(f"{g} groups do not divide {cin} -> {cout} channels")
+    if lanes and (g != 1 or cout % 16 or sw > 2):
+        c.fail(f"conv2d_lanes takes one group, output channels a multiple of 16 and a column "
+               f"stride of 1 or 2, not {g} groups, {cout} channels, stride {sw}")
     _conv_geometry(c, h, w, kh, kw, ph, pw, dh, dw, sh, sw, ho, wo)
     pool = c.code(20, "pool", {0, 1})
     if pool and (ho < 2 or wo < 2):
         c.fail("a fused 2x2 pool of a map smaller than 2x2")
     c.code(17, "activation", CONV_ACTS)
     c.flat(0, "x", n * cin * h * w)
-    c.flat(15, "packed weights", g * _ceil(cout // g, 4) * (cin // g) * kh * kw)
+    packed = cout if lanes else g * _ceil(cout // g, 4)
+    c.flat(15, "packed weights", packed * (cin // g) * kh * kw)
     c.flat(16, "bias", cout, optional=True)
     c.flat(18, "out", n * cout * ((ho // 2) * (wo // 2) if pool else ho * wo))
     _prologue(c, 25, cin)
-    need = conv_direct_scratch(c.f)
+    need = conv_lanes_scratch(c.f) if lanes else conv_direct_scratch(c.f)
     floats = c.count(28, "scratch floats", need)
     c.flat(19, "scratch", floats)
 
@@ -460,7 +464,8 @@ GEOMETRY = {
     P.I_GEMM: _gemm, P.I_BMM: _bmm, P.I_VM: _vm, P.I_SOFTMAX: _softmax,
     P.I_LAYERNORM: _layer_norm, P.I_ATTN: _attention, P.I_ATTN_MASK: _attention,
     P.I_MAXPOOL: _pool, P.I_AVGPOOL: _pool, P.I_COPY: _copy, P.I_CONV_DIRECT: _conv_direct,
-    P.I_CONV1X1: _conv1x1, P.I_CONV_GEMM: _conv_gemm, P.I_MEAN_ROWS: _mean_rows,
+    P.I_CONV1X1: _conv1x1, P.I_CONV_GEMM: _conv_gemm,
+    P.I_CONV_LANES: lambda c: _conv_direct(c, lanes=True), P.I_MEAN_ROWS: _mean_rows,
     P.I_CONCAT: _concat, P.I_GATHER: _gather, P.I_FAIL: _fail,
     P.I_LSTM: _rnn(4), P.I_GRU: _rnn(3),
 }

@@ -20,11 +20,11 @@ WEIGHTS, ARENA = 0, 1
 
 _OP = {ins.key: ins.opcode for ins in T.TABLE}
 (I_GEMM, I_VM, I_SOFTMAX, I_LAYERNORM, I_ATTN, I_MAXPOOL, I_AVGPOOL, I_COPY, I_BMM,
- I_CONV_DIRECT, I_CONV1X1, I_MEAN_ROWS, I_CONCAT, I_CONV_GEMM, I_GATHER, I_ATTN_MASK, I_LSTM,
- I_GRU, I_FAIL) = (_OP[k] for k in (
+ I_CONV_DIRECT, I_CONV1X1, I_MEAN_ROWS, I_CONCAT, I_CONV_GEMM, I_CONV_LANES, I_GATHER,
+ I_ATTN_MASK, I_LSTM, I_GRU, I_FAIL) = (_OP[k] for k in (
      "GEMM", "VM", "SOFTMAX", "LAYERNORM", "ATTN", "MAXPOOL", "AVGPOOL", "COPY", "BMM",
-     "CONV_DIRECT", "CONV1X1", "MEAN_ROWS", "CONCAT", "CONV_GEMM", "GATHER", "ATTN_MASK",
-     "LSTM", "GRU", "FAIL"))
+     "CONV_DIRECT", "CONV1X1", "MEAN_ROWS", "CONCAT", "CONV_GEMM", "CONV_LANES", "GATHER",
+     "ATTN_MASK", "LSTM", "GRU", "FAIL"))
 #: what a plan's source prints for each opcode
 NAMES = {ins.opcode: ins.name for ins in T.TABLE}
 

@@ -18,7 +18,7 @@ from onemodel.core.symbolic import evaluate_nested
 
 from . import linear_fusion
 from . import program as P
-from .instructions import BY_OPCODE, dw_direct_scratch, dw_small_scratch
+from .instructions import BY_OPCODE, conv_lanes_scratch, dw_direct_scratch, dw_small_scratch
 from .lower import Loc, Lowering, contiguous_strides, squeeze_dims
 from .views import heads_last_dest, reshape_view, split_view
 from .traits import epilogue_of, full_params, permutation_of, traits_of
@@ -378,6 +378,15 @@ def pack_conv_weights(W: np.ndarray, groups: int) -> np.ndarray:
     return np.ascontiguousarray(wg.reshape(groups, cog4 // 4, 4, k).transpose(0, 1, 3, 2))
 
 
+def pack_lanes_weights(W: np.ndarray) -> np.ndarray:
+    """(cout, cin, kh, kw) of one group as [cout / 32][k][32] (a last block of 16 as
+    [k][16]): om_conv_lanes.h's layout, one row of a block's weights per reduction step."""
+    cout = W.shape[0]
+    wf = W.reshape(cout, -1)
+    blocks = [wf[c0:c0 + min(32, cout - c0)].T.reshape(-1) for c0 in range(0, cout, 32)]
+    return np.ascontiguousarray(np.concatenate(blocks), dtype=np.float32)
+
+
 def _pool_after(lw: Lowering, conv_out: str):
     """The 2x2 stride-2 max pool that is the only reader of ``conv_out``, or None."""
     users = lw.uses.get(conv_out, [])
@@ -514,6 +523,17 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
                               P.addr(P.WEIGHTS, panels), bl.addr if bl is not None else -1,
                               act, dst.addr, scratch.addr, P.fbits(p0), P.fbits(p1),
                               *pro_fields, 0))
+    elif lw.heuristics.conv.lanes_win(g, cin, cout, kh, kw, stride, pool is not None):
+        # channels in the lanes (om_conv_lanes.h): the same fields as conv2d_direct
+        woff = lw.weights.offset(("lanes", lw.const_key(node.inputs[1])),
+                                 lambda: pack_lanes_weights(W))
+        fields = [xl.addr, n, cin, h, wd, cout, kh, kw, ph, pw, dh, dw, 1, ho, wo,
+                  P.addr(P.WEIGHTS, woff), bl.addr if bl is not None else -1, act, dst.addr,
+                  0, 1 if pool is not None else 0, sh, sw, P.fbits(p0), P.fbits(p1),
+                  *pro_fields, 0]
+        need = conv_lanes_scratch(fields)
+        fields[19], fields[28] = lw.scratch(need).addr, need
+        lw.emit(P.instruction(P.I_CONV_LANES, *fields))
     else:
         # the layout of conv_direct_range (om_kernels.h): padded input, tiles, koff, the
         # phase planes' row buffer; the instruction carries it for a worker's own scratch

@@ -29,3 +29,16 @@ def keep_channels_first(monkeypatch):
     if rec.conv != heuristics.ConvHeuristics():
         monkeypatch.setitem(heuristics.MEASURED, src,
                             attrs.evolve(rec, conv=heuristics.ConvHeuristics()))
+
+
+def keep_direct(monkeypatch):
+    """Every copy's heuristics without the channels-in-lanes kernel (om_conv_lanes.h), so
+    that the tests of the positions-in-lanes direct kernel run it wherever it applies
+    (test_conv_lanes.py tests the other)."""
+    import attrs
+    from onemodel_backend_compiled import heuristics
+
+    for name, rec in list(heuristics.MEASURED.items()):
+        if rec.conv.lanes_min_cout:
+            monkeypatch.setitem(heuristics.MEASURED, name, attrs.evolve(
+                rec, conv=attrs.evolve(rec.conv, lanes_min_cout=0)))

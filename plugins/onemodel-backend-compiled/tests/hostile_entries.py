@@ -15,12 +15,13 @@ import os
 import signal
 import sys
 
+import attrs
 import numpy as np
 
 import onemodel as om
 from onemodel import Tensor
 from onemodel.errors import OneModelError
-from onemodel_backend_compiled import entry_file, plan_cache
+from onemodel_backend_compiled import entry_file, heuristics, plan_cache
 from onemodel_backend_compiled import program as P
 from onemodel_backend_compiled.lowered import split_program
 
@@ -42,6 +43,8 @@ KINDS = {
     P.I_COPY: [A, A] + [N] * 6 + [S] * 6,
     P.I_CONV_DIRECT: [A, N, N, N, N, N, N, N, S, S, N, N, N, N, N, A, A, C, A, A, C, N, N,
                       F, F, A, A, A, N],
+    P.I_CONV_LANES: [A, N, N, N, N, N, N, N, S, S, N, N, N, N, N, A, A, C, A, A, C, N, N,
+                     F, F, A, A, A, N],
     P.I_CONV1X1: [A, N, N, N, N, A, A, C, A, A, F, F, A, A, A, C],
     P.I_CONV_GEMM: [A, N, N, N, N, N, N, N, S, S, N, N, N, N, N, N, A, A, C, A, A, F, F,
                     A, A, A, C],
@@ -111,7 +114,8 @@ def cnn():
     dw = _w(rng, 8, 1, 3, 3)
     c3, c4 = _w(rng, 16, 8, 3, 3), _w(rng, 16, 16, 1, 1)
     c5 = _w(rng, 8, 8, 1, 1)
-    fc = _w(rng, 5, 24)
+    c6 = _w(rng, 16, 8, 3, 3)
+    fc = _w(rng, 5, 40)
 
     def fn(x):
         h = om.ops.relu(om.ops.conv2d(x, c1, b1, padding=1))              # direct, 12x12
@@ -121,7 +125,8 @@ def cnn():
         g = om.ops.conv2d(g, c4)                                           # 1x1 as a GEMM
         g = om.ops.avg_pool2d(g, 2)                                        # 3x3
         e = om.ops.avg_pool2d(om.ops.conv2d(h, c5), 2)                     # 1x1 direct
-        m = om.ops.mean(om.ops.concat([g, e], axis=1), axis=(2, 3))        # concat, mean
+        p = om.ops.max_pool2d(om.ops.relu(om.ops.conv2d(h, c6, padding=1)), 2)  # lanes
+        m = om.ops.mean(om.ops.concat([g, e, p], axis=1), axis=(2, 3))     # concat, mean
         return om.ops.linear(m, fc)
 
     x = np.random.default_rng(1).standard_normal((2, 3, 12, 12)).astype(np.float32)
@@ -339,5 +344,14 @@ def main(name, out_path):
         json.dump({"kinds": sorted(entry.first_of_each_kind()), "results": results}, f)
 
 
+def lanes_everywhere():
+    """conv2d_lanes on every copy's heuristics (heuristics.py turns it on where it was
+    measured to win), so that the CNN's sweep covers it on any machine."""
+    for isa, rec in list(heuristics.MEASURED.items()):
+        heuristics.MEASURED[isa] = attrs.evolve(rec, conv=attrs.evolve(rec.conv,
+                                                                       lanes_min_cout=16))
+
+
 if __name__ == "__main__":
+    lanes_everywhere()
     main(sys.argv[1], sys.argv[2])

@@ -11,7 +11,7 @@ import pytest
 import onemodel as om
 from onemodel import Tensor
 
-from conv_references import keep_channels_first
+from conv_references import keep_channels_first, keep_direct
 
 RTOL, ATOL = 1e-4, 1e-4
 
@@ -57,6 +57,8 @@ def test_norm_relu_conv_runs_in_the_conv(case, affine, isa, monkeypatch):
     (ca, cb), cout, k, stride, pad, (h, w), path = case
     if path == "conv2d_1x1_gemm":  # W x: the prologue in its packing, on every copy
         keep_channels_first(monkeypatch)
+    if path == "conv2d_direct":  # its row copies (conv2d_lanes': test_conv_lanes.py)
+        keep_direct(monkeypatch)
     c = ca + cb
     rng = np.random.default_rng(c + cout + k)
     stats = _stats(rng, c, affine)

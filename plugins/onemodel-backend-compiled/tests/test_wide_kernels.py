@@ -23,6 +23,8 @@ from onemodel_backend_compiled import _native
 from onemodel_backend_compiled import program as P
 from onemodel_backend_compiled.weights import pack_panels
 
+from conv_references import keep_direct
+
 ACTS = ["none", "relu", "sigmoid", "tanh", "gelu", "gelu_tanh"]
 #: (bias mode, residual): 0 none / 1 per column / 2 per row; None, "own" buffer, "alias" (C)
 EPILOGUES = [(b, r) for b in (0, 1, 2) for r in (None, "own", "alias")]
@@ -287,7 +289,9 @@ def _conv_session(case):
 @needs_avx2
 @pytest.mark.parametrize("wide", _copies_here())
 @pytest.mark.parametrize("case", CONV_CASES, ids=[str(c) for c in CONV_CASES])
-def test_wide_conv_bit_identical_to_avx2_and_close_to_numpy(case, wide):
+def test_wide_conv_bit_identical_to_avx2_and_close_to_numpy(case, wide, monkeypatch):
+    if case[8] == "conv2d_direct":  # its tiles (conv2d_lanes': test_conv_lanes.py)
+        keep_direct(monkeypatch)
     traced, rng = _conv_session(case)
     compiled = om.Session(traced, backend="compiled")
     numpy_session = om.Session(traced, backend="numpy")

@@ -63,6 +63,7 @@
 #define OM_COPY_TARGET "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"
 #define OM_VEC_MINMAX 1
 #define OM_LANES16 1  /* the 16-lane kernels, where om_kernels.h has them (om_wide.h) */
+#define OM_CL_RMAX 14  /* om_conv_lanes.h: 28 accumulators in 32 registers */
 #include "om_copy.h"
 #endif
 

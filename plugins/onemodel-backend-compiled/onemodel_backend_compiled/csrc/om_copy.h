@@ -47,3 +47,4 @@ static const om_copy SFX(copy_desc) = {OM_COPY_NAME, OM_LANES, SFX(kinds), SFX(c
 #undef OM_COPY_TARGET
 #undef OM_VEC_MINMAX
 #undef OM_LANES16
+#undef OM_CL_RMAX

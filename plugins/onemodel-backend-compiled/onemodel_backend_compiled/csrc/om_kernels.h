@@ -910,6 +910,8 @@ static void SFX(conv_direct)(const int64_t *f, float **bufs) {
 /* the floats of scratch conv_direct_range uses: a worker's part gets this much of its own */
 static long SFX(conv_direct_scratch)(const int64_t *f) { return f[28]; }
 
+#include "om_conv_lanes.h"  /* channels in the lanes: one group, Cout % 16 == 0 */
+
 #include "om_conv1x1.h"
 
 static void SFX(conv1x1_gemm)(const int64_t *f, float **bufs) {

@@ -48,6 +48,10 @@ static int SFX(conv_direct_run)(const int64_t *f, float **bufs) {
     SFX(conv_direct)(f, bufs);
     return 1;
 }
+static int SFX(conv_lanes_run)(const int64_t *f, float **bufs) {
+    SFX(conv_lanes)(f, bufs);
+    return 1;
+}
 static int SFX(conv_gemm_run)(const int64_t *f, float **bufs) {
     SFX(conv_gemm)(f, bufs);
     return 1;
@@ -120,6 +124,8 @@ static const om_kind SFX(kind_conv1x1) = {SFX(conv1x1_run), SFX(conv1x1_split),
 static const om_kind SFX(kind_mean_rows) = {SFX(mean_rows_run), SFX(mean_rows_split),
                                             SFX(mean_rows_part), 0};
 static const om_kind SFX(kind_concat) = {SFX(concat_run), 0, 0, 0};
+static const om_kind SFX(kind_conv_lanes) = {SFX(conv_lanes_run), SFX(conv_lanes_split),
+                                             SFX(conv_lanes_part), 0};
 static const om_kind SFX(kind_conv_gemm) = {SFX(conv_gemm_run), 0, 0, 0};
 static const om_kind SFX(kind_gather) = {SFX(gather_run), 0, 0, 0};
 static const om_kind SFX(kind_attn_mask) = {SFX(attn_mask_run), SFX(attn_split),

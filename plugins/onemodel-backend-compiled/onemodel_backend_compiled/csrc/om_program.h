@@ -25,6 +25,7 @@ enum {
     I_MEAN_ROWS = 13,  /* mean: 4 fields */
     I_CONCAT = 14,  /* concat: variable */
     I_CONV_GEMM = 20,  /* conv2d_gemm: 27 fields; 20-29: convolution paths */
+    I_CONV_LANES = 21,  /* conv2d_lanes: 29 fields; conv2d_direct's fields; one group */
     I_GATHER = 30,  /* gather: 8 fields; the text helper's range: 30-39 */
     I_ATTN_MASK = 31,  /* attention: 30 fields */
     I_LSTM = 40,  /* lstm: 19 fields; 40-49: recurrent layers (om_rnn.h) */
@@ -44,6 +45,7 @@ enum {
 #define I_CONV1X1_FIELDS 16
 #define I_MEAN_ROWS_FIELDS 4
 #define I_CONV_GEMM_FIELDS 27
+#define I_CONV_LANES_FIELDS 29
 #define I_GATHER_FIELDS 8
 #define I_ATTN_MASK_FIELDS 30
 #define I_LSTM_FIELDS 19
@@ -65,6 +67,7 @@ enum {
     X(I_MEAN_ROWS, mean_rows) \
     X(I_CONCAT, concat) \
     X(I_CONV_GEMM, conv_gemm) \
+    X(I_CONV_LANES, conv_lanes) \
     X(I_GATHER, gather) \
     X(I_ATTN_MASK, attn_mask) \
     X(I_LSTM, lstm) \
