@@ -66,7 +66,11 @@ class ConvHeuristics:
     128->128 on 15x15 0.81. With few taps and no pool it loses or ties: 1->16 on 28x28 1.07,
     3->32 stride 1 and 2 0.98-1.16, 8->32 1.01, 1x1 16->96 on 32x32 1.33, 64->128 on 16x16
     0.99-1.05 (its output's transposes then cost as much as its FMAs). Hence, in the avx512
-    record, from 16 output channels with a pool or 128 taps."""
+    record, from 16 output channels with a pool or 128 taps. On small maps it also beats the
+    implicit GEMM (lanes / conv2d_gemm, 3x3): 32->128 on 7x7 b4 0.81, 128->32 on 7x7 b4
+    0.63, 512->512 and 256->256 on 7x7 b1 0.82 / 0.91, 96->96 on 5x5 b4 0.86, 128->32 on 4x4
+    b4 0.68, 256->512 stride 2 to 7x7 b1 0.95; not on 3x3 (64->256 b4 1.35: 6 accumulators
+    a tile), hence `lanes_min_width` 4."""
 
     #: implicit GEMM for a kxk stride-1 convolution up to this many output positions
     gemm_max_positions: int = 49
@@ -103,6 +107,9 @@ class ConvHeuristics:
     #: ... when it fuses a 2x2 max pool or has at least this many taps (input channels x
     #: kernel positions: fewer, and writing its output back to planes outweighs the FMAs)
     lanes_min_k: int = 128
+    #: ... and a kxk one whose output rows are at least this wide takes it before the
+    #: implicit GEMM on small maps (narrower rows leave its tiles too few accumulators)
+    lanes_min_width: int = 4
 
     def lanes_win(self, groups: int, cin: int, cout: int, kh: int, kw: int, stride,
                   pool: bool) -> bool:
@@ -111,6 +118,13 @@ class ConvHeuristics:
         or 2)."""
         return 0 < self.lanes_min_cout <= cout and groups == 1 and cout % 16 == 0 \
             and tuple(stride)[1] <= 2 and (pool or cin * kh * kw >= self.lanes_min_k)
+
+    def lanes_before_gemm(self, groups: int, cin: int, cout: int, kh: int, kw: int, stride,
+                          wo: int) -> bool:
+        """Whether a kxk convolution of a small map the implicit GEMM would take runs on
+        conv2d_lanes instead (its rows of `lanes_min_width` outputs or more)."""
+        return (kh, kw) != (1, 1) and wo >= self.lanes_min_width \
+            and self.lanes_win(groups, cin, cout, kh, kw, stride, False)
 
     def one_gemm_1x1_wins(self, cin: int, positions: int, images: int, prologue: bool,
                           cout: int) -> bool:

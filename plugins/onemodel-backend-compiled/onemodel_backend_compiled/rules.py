@@ -500,7 +500,8 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
     elif pool is None and g == 1 and (lw.heuristics.conv.gemm_wins(cin, kh, kw, stride, ho, wo)
                                       or small_1x1 and pro is not None
                                       or lw.heuristics.conv.gemm_columns_win(
-                                          cin, kh, kw, stride, n, ho, wo)):
+                                          cin, kh, kw, stride, n, ho, wo)) \
+            and not lw.heuristics.conv.lanes_before_gemm(g, cin, cout, kh, kw, stride, wo):
         k = cin * kh * kw
         cols = lw.heuristics.conv.gemm_columns_win(cin, kh, kw, stride, n, ho, wo)
         if cols:  # channels first: W as it is (om_conv_gemm.h's conv_gemm_cols)

@@ -170,3 +170,25 @@ def test_conv_lanes_is_chosen_only_where_it_applies():
     assert not conv.lanes_win(1, 16, 40, 3, 3, (1, 1), False)   # not a multiple of 16
     assert not conv.lanes_win(1, 16, 64, 3, 3, (1, 3), False)   # column stride 3
     assert not heuristics.ConvHeuristics().lanes_win(1, 16, 64, 3, 3, (1, 1), True)  # off
+    assert conv.lanes_before_gemm(1, 32, 128, 3, 3, (1, 1), 7)      # before the GEMM on 7x7
+    assert not conv.lanes_before_gemm(1, 64, 256, 3, 3, (1, 1), 3)  # not on 3x3
+    assert not conv.lanes_before_gemm(1, 256, 128, 1, 1, (1, 1), 7)  # 1x1: its own paths
+
+
+def test_avx512_takes_lanes_before_the_implicit_gemm_on_7x7(monkeypatch):
+    """The avx512 record's choice on ResNet's and SqueezeNet's 7x7 layers, on any machine
+    (the plan is lowered for that copy's heuristics; it runs on the copy in use)."""
+    monkeypatch.setattr(heuristics, "current", lambda: heuristics.for_isa("avx512"))
+    rng = np.random.default_rng(3)
+    W = (rng.standard_normal((128, 32, 3, 3)) / 17).astype(np.float32)
+
+    def fn(x):
+        return om.ops.relu(om.ops.conv2d(x, Tensor.from_numpy(W), None, padding=1))
+
+    x = rng.standard_normal((2, 32, 7, 7)).astype(np.float32)
+    traced = om.trace(fn, Tensor.from_numpy(x[:1].repeat(5, 0)), "batch", None, None, None)
+    session = om.Session(traced, backend="compiled")
+    assert "conv2d_lanes" in session.plan_source({"input": x})
+    want = np.maximum(windows_reference(x, W, None, (1, 1), (1, 1), (1, 1)), 0)
+    np.testing.assert_allclose(session.run({"input": x})["output"].numpy(), want,
+                               rtol=RTOL, atol=ATOL)
