@@ -775,15 +775,19 @@ static __attribute__((noinline)) void SFX(conv_direct_range)(const int64_t *f, f
         ep0 = (float)d0; ep1 = (float)d1;
     }
     long Hq = Ho / 2, Wq = Wo / 2;
-    /* depthwise: rows of 8-lane columns (om_dw.h) past 64 outputs (Zen 5, b4: 16x16 at
-     * stride 1 67 against dw_small's 79 us, 8x8 40 against 25; 16x16 at stride 2, 96
-     * channels, 77 against 80, b1 20.7 against 22), else dw_small; either only where the
-     * instruction's scratch holds what it needs (a smaller one takes the general path below,
-     * which the scratch always holds) */
+    /* depthwise: rows of 8-lane columns (om_dw.h) past 64 outputs, 256 when strided, else
+     * dw_small; either only where the instruction's scratch holds what it needs (a smaller
+     * one takes the general path below, which the scratch always holds). Zen 5, b4: 16x16
+     * at stride 1 67 against dw_small's 79 us, 8x8 40 against 25; 16x16 at stride 2, 96
+     * channels, 77 against 80, b1 20.7 against 22. But strided on a Zen 4 (avx512, one
+     * thread, alternating runs in one process, dw_small / dw_direct): to 16x16 96, 144 and
+     * 32 channels b4 0.76-0.77, b1 0.86-0.89; 5x5 to 14x14 240 channels b4 / b1 0.65 / 0.71,
+     * to 16x16 144 channels 0.77 / 0.80; 64 channels to 15x15 b4 0.77: hence dw_small up to
+     * 256 strided outputs (a few percent lost on Zen 5, a fifth to a third won on Zen 4) */
     int depthwise = cig == 1 && cog == 1 && !pool;
     long Pn = Ho * Wo;
     if (depthwise && !pro.mean && SFX(dw_direct_fits)(kh, kw, sh, sw, dh, dw, ph, pw)
-        && Pn > 64
+        && Pn > (strided ? 256 : 64)
         && SFX(dw_direct_scratch)(W, pw, sh) <= f[28]) {
         SFX(dw_direct)(kh, sh, x, wpk, bias, out, scr, Nn, Cin, H, W, ph, pw, Ho, Wo, act,
                        ep0, ep1);
