@@ -8,10 +8,12 @@
  * Wo: 1x1 kernels, no column padding) is one copy. */
 
 /* Ho rows of Wo floats at stride Wp in src into o (rows of Wo). src has 7 readable floats past
- * its last row's end (the tile buffer's slack). The last row's last partial vector is stored
- * whole only when ``spill`` is set (what follows o is written later), else float by float. */
+ * its last row's end (the tile buffer's slack). A row's last partial vector is stored whole
+ * only where 8 floats fit before the end of what may be written (the map, then the ``after``
+ * floats that follow it, written later), else float by float: on maps under 8 wide a whole
+ * vector of a row before the last can reach past the map's end. */
 static void SFX(compact_rows)(const float *src, long Wp, long Ho, long Wo, float *o,
-                              int spill) {
+                              long after) {
     if (Wp == Wo) {
         memcpy(o, src, Ho * Wo * sizeof(float));
         return;
@@ -22,7 +24,7 @@ static void SFX(compact_rows)(const float *src, long Wp, long Ho, long Wo, float
         long j = 0;
         for (; j + 8 <= Wo; j += 8) SFX(st8)(d + j, SFX(ld8)(s + j));
         if (j == Wo) continue;
-        if (spill || i + 1 < Ho) SFX(st8)(d + j, SFX(ld8)(s + j));
+        if ((Ho - i) * Wo - j + after >= 8) SFX(st8)(d + j, SFX(ld8)(s + j));
         else for (; j < Wo; j++) d[j] = s[j];
     }
 }

@@ -391,10 +391,12 @@ static float SFX(softmax_row)(const float *x, float *y, long n, float scale, int
 
 /* 2x2 stride-2 max pool of rows with stride ld (Hq x Wq results into o, rows of Wq); reads
  * up to 16 floats past each row pair (the caller's buffer has that slack). A row's last
- * partial group of 8 is stored whole (it spills into the next row, written after it) except
- * in the last row when ``spill`` is 0 (a short copy there: storing a vector and reading part
- * of it back stalls store forwarding, a fifth of the conv's time) */
-static void SFX(pool2_rows)(const float *x, long ld, long Hq, long Wq, float *o, int spill) {
+ * partial group of 8 is stored whole (it spills into the rows after it, written later) where
+ * 8 floats fit before the end of what may be written: the map and the ``after`` floats that
+ * follow it (written later); else a short copy (storing a vector and reading part of it back
+ * stalls store forwarding, a fifth of the conv's time). A flag "more follows" was not enough:
+ * on maps under 8 wide the spill of a row before the last passed the output's end */
+static void SFX(pool2_rows)(const float *x, long ld, long Hq, long Wq, float *o, long after) {
     typedef int32_t SFX(p8) __attribute__((vector_size(32)));
     for (long i = 0; i < Hq; i++) {
         const float *r0 = x + 2 * i * ld, *r1 = r0 + ld;
@@ -411,7 +413,7 @@ static void SFX(pool2_rows)(const float *x, long ld, long Hq, long Wq, float *o,
 #endif
             V8 r = SFX(max8)(ev, od);
             long n = Wq - j0 < 8 ? Wq - j0 : 8;
-            if (n == 8 || spill || i + 1 < Hq) SFX(st8)(oi + j0, r);
+            if (n == 8 || (Hq - i) * Wq - j0 + after >= 8) SFX(st8)(oi + j0, r);
             else for (long t = 0; t < n; t++) oi[j0 + t] = r[t];
         }
     }
@@ -896,11 +898,12 @@ static __attribute__((noinline)) void SFX(conv_direct_range)(const int64_t *f, f
                     if (out_inplace) continue;
                     if (pool) {  /* channels and images are written in order */
                         float *o = out + ((nn * Cout + g * cog + co) * Hq) * Wq;
-                        SFX(pool2_rows)(oc, Wp, Hq, Wq, o, nn + 1 < Nn || g * cog + co + 1 < Cout);
+                        SFX(pool2_rows)(oc, Wp, Hq, Wq, o,
+                                        ((Nn - nn) * Cout - (g * cog + co) - 1) * Hq * Wq);
                     } else {
                         float *o = out + ((nn * Cout + g * cog + co) * Ho) * Wo;
                         SFX(compact_rows)(oc, Wp, Ho, Wo, o,
-                                          nn + 1 < Nn || g * cog + co + 1 < Cout);
+                                          ((Nn - nn) * Cout - (g * cog + co) - 1) * Ho * Wo);
                     }
                 }
             }
