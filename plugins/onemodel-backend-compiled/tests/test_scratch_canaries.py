@@ -6,7 +6,8 @@ outputs are fenced the same way. A kernel
 that writes past what instructions.py says it needs (the arena would then overwrite a
 neighbour's data: a wrong number, not a crash) fails here, whichever of its paths the shapes
 take: the convolutions of test_conv_lanes.py's cases with the channels-in-lanes kernel forced
-on and off (the direct, depthwise, implicit-GEMM and 1x1 paths), attention and an LSTM. (It
+on, the same with the copy's own choices (the direct, implicit-GEMM and 1x1 paths), narrow
+maps, depthwise maps (dw_small and dw_direct, strided too), attention and an LSTM. (It
 found the direct kernel's compaction and fused pool storing a row's last vector past the
 output's end on maps under 8 wide.)"""
 from __future__ import annotations
@@ -79,7 +80,7 @@ def _guarded_runs(session, feeds):
     return results
 
 
-@pytest.mark.parametrize("lanes", [True, False], ids=["lanes", "other paths"])
+@pytest.mark.parametrize("lanes", [True, False], ids=["lanes forced", "own choice"])
 @pytest.mark.parametrize("case", CASES, ids=[str(c[:6]) for c in CASES])
 def test_convolution_scratch_stays_inside_its_formula(case, lanes, isa, monkeypatch):
     if lanes:
@@ -114,6 +115,30 @@ def test_narrow_maps_stay_inside_their_output(case, isa):
         session = om.Session(traced, backend="compiled")
         assert "conv2d_direct" in session.plan_source({"input": x})
         for name, fenced, same in _guarded_runs(session, {"input": x}):
+            assert fenced and same, (name, fenced, same, batch)
+
+
+#: depthwise: dw_small, dw_direct's rows, both strided (channels, kernel, stride, map)
+DEPTHWISE = [(8, 3, 1, 8), (8, 3, 1, 20), (8, 3, 2, 32), (8, 5, 2, 40), (8, 3, 1, 7)]
+
+
+@pytest.mark.parametrize("case", DEPTHWISE, ids=[str(c) for c in DEPTHWISE])
+def test_depthwise_scratch_stays_inside_its_formula(case, isa):
+    c, k, stride, h = case
+    rng = np.random.default_rng(h)
+    W = Tensor.from_numpy(rng.standard_normal((c, 1, k, k)).astype(np.float32))
+
+    def fn(x):
+        return om.ops.relu(om.ops.conv2d(x, W, None, stride=stride, padding=k // 2, groups=c))
+
+    traced = om.trace(fn, Tensor.from_numpy(rng.standard_normal((3, c, h, h)).astype(
+        np.float32)), "batch", None, None, None)
+    for batch in (1, 2):
+        x = rng.standard_normal((batch, c, h, h)).astype(np.float32)
+        session = om.Session(traced, backend="compiled")
+        runs = _guarded_runs(session, {"input": x})
+        assert [name for name, _, _ in runs] == ["conv2d_direct"], runs
+        for name, fenced, same in runs:
             assert fenced and same, (name, fenced, same, batch)
 
 
