@@ -41,7 +41,7 @@ def _pooled_natively(x, pad, ceil):
     return got
 
 
-@pytest.mark.parametrize("hw", [(31, 31), (20, 19), (15, 40)])
+@pytest.mark.parametrize("hw", [(31, 31), (20, 19), (15, 40), (41, 600)])  # 600: 3 chunks
 @pytest.mark.parametrize("pad", [0, 1])
 @pytest.mark.parametrize("ceil", [True, False])
 def test_max_pool_3x3_stride_2_rows(hw, pad, ceil, isa):
