@@ -325,5 +325,5 @@ def header_text() -> str:
 __all__ = ["header_text", "TABLE", "BY_OPCODE", "Instruction", "Field", "VM_OPCODES",
            "VM_RANGES", "VM_MAXREG", "VM_MAXIN", "VM_MAXCONST", "BUF_SHIFT", "ELEMENTS",
            "GEMM_ACTS", "CONV_ACTS", "KINDS", "conv_direct_scratch", "conv_lanes_scratch",
-           "lanes_group_rows", "dw_direct_scratch",
+           "dw_direct_scratch",
            "dw_small_scratch", "OPCODE_LIMIT"]

@@ -36,7 +36,7 @@ from onemodel.errors import OneModelError
 
 from . import instructions as T
 from . import program as P
-from .instructions import CONV_ACTS, GEMM_ACTS, conv_direct_scratch, conv_lanes_scratch
+from .instructions import CONV_ACTS, GEMM_ACTS
 from .plan_codec import BadEntry
 
 #: the largest scratch arena a plan may declare, in bytes (16 GiB)
@@ -305,9 +305,10 @@ def _prologue(c: _Ins, at: int, channels: int) -> bool:
     return True
 
 
-def _conv_direct(c: _Ins, lanes: bool = False) -> None:
+def _conv_direct(c: _Ins) -> None:
     # x, N, Cin, H, W, Cout, kh, kw, ph, pw, dh, dw, G, Ho, Wo, wpacked, bias, act, out,
-    # scratch, pool, sh, sw, p0, p1, mean, scale, shift, scratch floats
+    # scratch, pool, sh, sw, p0, p1, mean, scale, shift, scratch floats (conv2d_lanes too)
+    lanes = c.spec.opcode == P.I_CONV_LANES
     n, cin, h, w, cout = (c.count(i, s) for i, s in ((1, "N"), (2, "Cin"), (3, "H"), (4, "W"),
                                                      (5, "Cout")))
     kh, kw = c.count(6, "kernel height"), c.count(7, "kernel width")
@@ -331,8 +332,7 @@ def _conv_direct(c: _Ins, lanes: bool = False) -> None:
     c.flat(16, "bias", cout, optional=True)
     c.flat(18, "out", n * cout * ((ho // 2) * (wo // 2) if pool else ho * wo))
     _prologue(c, 25, cin)
-    need = conv_lanes_scratch(c.f) if lanes else conv_direct_scratch(c.f)
-    floats = c.count(28, "scratch floats", need)
+    floats = c.count(28, "scratch floats", c.spec.scratch[1](c.f))  # the table's formula
     c.flat(19, "scratch", floats)
 
 
@@ -464,8 +464,8 @@ GEOMETRY = {
     P.I_GEMM: _gemm, P.I_BMM: _bmm, P.I_VM: _vm, P.I_SOFTMAX: _softmax,
     P.I_LAYERNORM: _layer_norm, P.I_ATTN: _attention, P.I_ATTN_MASK: _attention,
     P.I_MAXPOOL: _pool, P.I_AVGPOOL: _pool, P.I_COPY: _copy, P.I_CONV_DIRECT: _conv_direct,
-    P.I_CONV1X1: _conv1x1, P.I_CONV_GEMM: _conv_gemm,
-    P.I_CONV_LANES: lambda c: _conv_direct(c, lanes=True), P.I_MEAN_ROWS: _mean_rows,
+    P.I_CONV1X1: _conv1x1, P.I_CONV_GEMM: _conv_gemm, P.I_CONV_LANES: _conv_direct,
+    P.I_MEAN_ROWS: _mean_rows,
     P.I_CONCAT: _concat, P.I_GATHER: _gather, P.I_FAIL: _fail,
     P.I_LSTM: _rnn(4), P.I_GRU: _rnn(3),
 }

@@ -17,6 +17,20 @@ def windows_reference(x, w, b, stride, pad, dil):
     return y if b is None else y + b.reshape(1, -1, 1, 1)
 
 
+def norm_relu_reference(x, stats, eps=1e-5):
+    """relu(batch_norm(x)) in float64: the convolutions' input prologue; ``stats`` are the
+    mean, variance, weight and bias."""
+    m, v, g, b = (np.asarray(s, np.float64).reshape(1, -1, 1, 1) for s in stats)
+    return np.maximum((np.asarray(x, np.float64) - m) / np.sqrt(v + eps) * g + b, 0)
+
+
+def pool_reference(y):
+    """A 2x2 stride-2 max pool (an odd last row or column dropped)."""
+    n, c, h, w = y.shape
+    y = y[:, :, :h // 2 * 2, :w // 2 * 2]
+    return y.reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
+
+
 def keep_channels_first(monkeypatch):
     """The heuristics of the copy in use with avx2's convolution choices, which take the
     channels-first forms wherever these tests expect them (heuristics.py narrows them for

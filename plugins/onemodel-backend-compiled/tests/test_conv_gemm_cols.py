@@ -15,7 +15,7 @@ import onemodel as om
 from onemodel import Tensor
 from onemodel_backend_compiled import _native, heuristics
 
-from conv_references import keep_channels_first, windows_reference
+from conv_references import keep_channels_first, norm_relu_reference, windows_reference
 
 RTOL, ATOL = 1e-4, 1e-4
 
@@ -81,10 +81,7 @@ def test_conv_gemm_channels_first_against_windows_and_numpy(case, isa, monkeypat
         ins = [i for i in session._compiled.plan(session._check_feeds(feeds)[1]).segments[0]
                .instructions if i[0] == 20]
         assert len(ins) == 1 and ins[0][2 + 26] == 1, "not the channels-first layout"
-        xf = x.astype(np.float64)
-        if pro:
-            m, v, g, b = (s.astype(np.float64).reshape(1, cin, 1, 1) for s in stats)
-            xf = np.maximum((xf - m) / np.sqrt(v + 1e-5) * g + b, 0)
+        xf = norm_relu_reference(x, stats) if pro else x.astype(np.float64)
         want = formula(windows_reference(xf, W, B, (stride, stride), pad2, (dil, dil)))
         got = session.run(feeds)["output"].numpy()
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"b{batch}")

@@ -16,7 +16,7 @@ import onemodel as om
 from onemodel import Tensor
 from onemodel_backend_compiled import _native, heuristics
 
-from conv_references import windows_reference
+from conv_references import norm_relu_reference, pool_reference, windows_reference
 
 RTOL, ATOL = 1e-4, 1e-4
 
@@ -96,16 +96,11 @@ def test_conv_lanes_against_windows_and_numpy(case, isa, monkeypatch):
         body = src.split("native segment:")[1]
         assert "conv2d_lanes" in body and "pointwise" not in body and "max_pool2d" not in body, \
             src
-        xf = x.astype(np.float64)
-        if pro:
-            m, v, g, b = (s.astype(np.float64).reshape(1, cin, 1, 1) for s in stats)
-            xf = np.maximum((xf - m) / np.sqrt(v + 1e-5) * g + b, 0)
+        xf = norm_relu_reference(x, stats) if pro else x.astype(np.float64)
         want = ACTS[act][1](windows_reference(xf, W, B, _pair(stride), _pair(pad),
                                               _pair(dil)))
         if pool:
-            n_, c_, ho, wo = want.shape
-            want = want[:, :, :ho // 2 * 2, :wo // 2 * 2].reshape(
-                n_, c_, ho // 2, 2, wo // 2, 2).max(axis=(3, 5))
+            want = pool_reference(want)
         got = session.run(feeds)["output"].numpy()
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"b{batch}")
         np.testing.assert_allclose(got, numpy_session.run(feeds)["output"].numpy(),

@@ -59,7 +59,7 @@ static inline CLV SFX(cl_relu)(CLV v) {
 static inline __attribute__((always_inline)) void SFX(cl_tile)(
         const int R, const int S, const int NV, long K, const long *koff, const float *xr,
         const float *wp, const float *bias, float *dst, int relu) {
-    CLV c0[OM_CL_RMAX > 14 ? OM_CL_RMAX : 14], c1[OM_CL_RMAX > 14 ? OM_CL_RMAX : 14];
+    CLV c0[14], c1[14];  /* R <= 14: the table below */
     OM_UNROLL for (int r = 0; r < R; r++) { c0[r] = (CLV){0}; c1[r] = (CLV){0}; }
     for (long k = 0; k < K; k++) {
         const float *p = xr + koff[k];
@@ -158,6 +158,9 @@ static long SFX(cl_group_rows)(long Wo, int pool) {
     return gr;
 }
 
+/* the split's items: images x blocks of 32 output channels (a last one of 16) */
+static long SFX(cl_items)(const int64_t *f) { return f[1] * ((f[5] + 31) / 32); }
+
 /* f: conv_direct_range's fields (G 1, Cout % 16 == 0, sw 1 or 2: plan_check.py); items
  * [lo, hi) of images x channel blocks, with the scratch scr_part (NULL: the instruction's) */
 static __attribute__((noinline)) void SFX(conv_lanes_range)(const int64_t *f, float **bufs,
@@ -239,7 +242,7 @@ static __attribute__((noinline)) void SFX(conv_lanes_range)(const int64_t *f, fl
 }
 
 static void SFX(conv_lanes)(const int64_t *f, float **bufs) {
-    SFX(conv_lanes_range)(f, bufs, 0, f[1] * ((f[5] + 31) / 32), 0);
+    SFX(conv_lanes_range)(f, bufs, 0, SFX(cl_items)(f), 0);
 }
 
 #undef CLV

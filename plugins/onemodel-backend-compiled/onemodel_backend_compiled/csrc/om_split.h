@@ -292,7 +292,7 @@ static void SFX(conv_direct_part)(const int64_t *f, float **bufs, int mode, long
 /* images x blocks of 32 output channels (om_conv_lanes.h) */
 static int SFX(conv_lanes_split)(const int64_t *f, int threads, om_split_t *s) {
     (void)threads;
-    s->items = f[1] * ((f[5] + 31) / 32);
+    s->items = SFX(cl_items)(f);
     s->work = 2.0 * f[1] * f[5] * f[13] * f[14] * f[2] * f[6] * f[7];
     s->scratch = f[28];
     return 1;
