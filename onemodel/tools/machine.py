@@ -20,7 +20,15 @@ def cpu_name() -> str:
 def cpu_family() -> tuple[str, int] | None:
     """The CPU's vendor and family (``/proc/cpuinfo``: ``("AuthenticAMD", 25)`` is Zen 3 and
     Zen 4, 26 Zen 5), None where it does not say: a peak that depends on the core reads it."""
-    vendor, family = None, None
+    known = cpu_model()
+    return None if known is None else known[:2]
+
+
+def cpu_model() -> tuple[str, int, int] | None:
+    """The CPU's vendor, family and model (``/proc/cpuinfo``): family 23 is Zen 1 and Zen+
+    (models below 0x30, whose vector units are 128 bits wide) and Zen 2 (0x30 and above).
+    None where it does not say."""
+    vendor, family, model = None, None, None
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -28,8 +36,10 @@ def cpu_family() -> tuple[str, int] | None:
                     vendor = line.split(":", 1)[1].strip()
                 elif line.startswith("cpu family"):
                     family = int(line.split(":", 1)[1])
-                if vendor is not None and family is not None:
-                    return vendor, family
+                elif line.startswith("model") and not line.startswith("model name"):
+                    model = int(line.split(":", 1)[1])
+                if vendor is not None and family is not None and model is not None:
+                    return vendor, family, model
     except (OSError, ValueError):
         pass
     return None
@@ -82,4 +92,4 @@ def platform_text(info: dict) -> str:
     return text
 
 
-__all__ = ["cpu_name", "cpu_ghz", "backend_platforms", "platform_text"]
+__all__ = ["cpu_name", "cpu_ghz", "cpu_family", "cpu_model", "backend_platforms", "platform_text"]

@@ -3,7 +3,7 @@ lanes (from the C descriptor, `_native.copies()`), the table in short, and one c
 peak, for `onemodel info`, `onemodel bench` and the benchmark headers."""
 from __future__ import annotations
 
-from onemodel.tools.machine import cpu_family, cpu_ghz
+from onemodel.tools.machine import cpu_ghz, cpu_model
 
 from . import _native, dispatch, heuristics
 
@@ -14,15 +14,23 @@ from . import _native, dispatch, heuristics
 #: and of Zen 5; Zen 4 double-pumps 512-bit operations through its 256-bit units, so its real
 #: peak equals AVX2's (`fma_pipes` halves it there). avx2-w16 (a test copy: 16-lane code on
 #: AVX2, each vector two ymm) peaks as avx2 does (16 lanes x 1).
-_FMA_PIPES = {"avx2": 2, "avx512": 2, "avx2-w16": 1}
+_FMA_PIPES: dict[str, float] = {"avx2": 2, "avx512": 2, "avx2-w16": 1}
 
 
-def fma_pipes(isa: str) -> int:
-    """`_FMA_PIPES` for this CPU: an AMD family 25 core with AVX-512 (Zen 4) runs 512-bit
-    operations through its 256-bit units, one a cycle per pipe pair, so its avx512 peak is
-    avx2's (1 here); Zen 5 (family 26) has the full width."""
-    if isa == "avx512" and cpu_family() == ("AuthenticAMD", 25):
-        return 1
+def fma_pipes(isa: str) -> float:
+    """`_FMA_PIPES` for this CPU. AMD's cores of family 25 with AVX-512 (Zen 4) run 512-bit
+    operations through their 256-bit units, one a cycle per pipe pair, so their avx512 peak is
+    avx2's (1 here); Zen 5 (family 26) has the full width. Zen 1 and Zen+ (family 23, models
+    below 0x30) have two 128-bit FMA pipes: a 256-bit FMA takes both, so their avx2 peak is
+    one such FMA a cycle (1; avx2-w16's 16-lane vectors one every two, 0.5); Zen 2 (family 23
+    from model 0x30) has 256-bit pipes."""
+    known = cpu_model()
+    if known is not None and known[0] == "AuthenticAMD":
+        family, model = known[1], known[2]
+        if isa == "avx512" and family == 25:
+            return 1
+        if isa in ("avx2", "avx2-w16") and family == 23 and model < 0x30:
+            return _FMA_PIPES[isa] / 2
     return _FMA_PIPES.get(isa, 1)
 
 

@@ -119,12 +119,25 @@ def test_each_copy_names_the_one_below_it():
 def test_the_avx512_peak_halves_on_zen_4(monkeypatch):
     from onemodel_backend_compiled import platform as plat
 
-    monkeypatch.setattr(plat, "cpu_family", lambda: ("AuthenticAMD", 25))  # Zen 3 / Zen 4
+    monkeypatch.setattr(plat, "cpu_model", lambda: ("AuthenticAMD", 25, 0x11))  # Zen 4
     assert plat.fma_pipes("avx512") == 1 and plat.fma_pipes("avx2") == 2
-    monkeypatch.setattr(plat, "cpu_family", lambda: ("AuthenticAMD", 26))  # Zen 5
+    monkeypatch.setattr(plat, "cpu_model", lambda: ("AuthenticAMD", 26, 0x02))  # Zen 5
     assert plat.fma_pipes("avx512") == 2
-    monkeypatch.setattr(plat, "cpu_family", lambda: None)  # nothing known: Intel's figure
+    monkeypatch.setattr(plat, "cpu_model", lambda: None)  # nothing known: Intel's figure
     assert plat.fma_pipes("avx512") == 2 and plat.fma_pipes("generic") == 1
+
+
+def test_the_avx2_peak_halves_on_zen_1_and_zen_plus(monkeypatch):
+    from onemodel_backend_compiled import platform as plat
+
+    monkeypatch.setattr(plat, "cpu_model", lambda: ("AuthenticAMD", 23, 0x01))  # Zen 1 (Naples)
+    assert plat.fma_pipes("avx2") == 1 and plat.fma_pipes("avx2-w16") == 0.5
+    monkeypatch.setattr(plat, "cpu_model", lambda: ("AuthenticAMD", 23, 0x08))  # Zen+
+    assert plat.fma_pipes("avx2") == 1
+    monkeypatch.setattr(plat, "cpu_model", lambda: ("AuthenticAMD", 23, 0x31))  # Zen 2 (Rome)
+    assert plat.fma_pipes("avx2") == 2
+    monkeypatch.setattr(plat, "cpu_model", lambda: ("GenuineIntel", 6, 0x01))  # not AMD's
+    assert plat.fma_pipes("avx2") == 2
 
 
 def test_platform_reads_the_lanes_and_the_table(restore):
