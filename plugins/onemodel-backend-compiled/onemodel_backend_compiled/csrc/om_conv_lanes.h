@@ -34,7 +34,9 @@
  * (a 64-byte vector: one zmm with AVX-512, two ymm with AVX2, four xmm on the baseline). */
 
 #ifndef OM_CL_RMAX
-#define OM_CL_RMAX 4  /* positions a tile: 28 accumulators need AVX-512's 32 registers */
+/* positions a tile: 28 accumulators need AVX-512's 32 registers; an 8-lane copy holds a
+ * position's 32 channels in 4 ymm, so 3 positions (12 accumulators) fit its 16 */
+#define OM_CL_RMAX 3
 #endif
 #define OM_CL_ROWS_POSITIONS 128  /* positions of a group of rows (its [positions][32]: 16 KiB) */
 
@@ -56,6 +58,7 @@ static inline CLV SFX(cl_relu)(CLV v) {
 
 /* R positions (stride S along the row) x 16 NV channels: sums over k from zero, + bias, then
  * ReLU when relu is set, into dst[r][16 NV] */
+#ifdef OM_LANES16
 static inline __attribute__((always_inline)) void SFX(cl_tile)(
         const int R, const int S, const int NV, long K, const long *koff, const float *xr,
         const float *wp, const float *bias, float *dst, int relu) {
@@ -79,6 +82,36 @@ static inline __attribute__((always_inline)) void SFX(cl_tile)(
         if (NV > 1) SFX(cl_st)(dst + 16 * NV * r + 16, relu ? SFX(cl_relu)(v1) : v1);
     }
 }
+#else
+/* the same on 8-lane vectors: a 64-byte vector on AVX2 went through the stack (GCC 12: 930
+ * stack accesses for 16 FMAs in the 4-position tile, 5-6x slower than the positions-first
+ * kernel on a Zen 1), so a position's 16 NV channels are 2 NV V8 here; each lane's sums are
+ * the same as the 16-lane form's, so the bits too */
+static inline __attribute__((always_inline)) void SFX(cl_tile)(
+        const int R, const int S, const int NV, long K, const long *koff, const float *xr,
+        const float *wp, const float *bias, float *dst, int relu) {
+    const int NW = 2 * NV;
+    V8 c[14][4];  /* R <= OM_CL_RMAX: the rest is never reached */
+    OM_UNROLL for (int r = 0; r < R; r++)
+        OM_UNROLL for (int j = 0; j < NW; j++) c[r][j] = (V8){0};
+    for (long k = 0; k < K; k++) {
+        const float *p = xr + koff[k];
+        V8 w[4];
+        OM_UNROLL for (int j = 0; j < NW; j++) w[j] = SFX(ld8)(wp + 16 * NV * k + 8 * j);
+        OM_UNROLL for (int r = 0; r < R; r++) {
+            V8 a = SFX(bc)(p[r * S]);
+            OM_UNROLL for (int j = 0; j < NW; j++) c[r][j] += a * w[j];
+        }
+    }
+    OM_UNROLL for (int j = 0; j < NW; j++) {
+        V8 b = bias ? SFX(ld8)(bias + 8 * j) : (V8){0};
+        OM_UNROLL for (int r = 0; r < R; r++) {
+            V8 v = bias ? c[r][j] + b : c[r][j];
+            SFX(st8)(dst + 16 * NV * r + 8 * j, relu ? SFX(relu8)(v) : v);
+        }
+    }
+}
+#endif
 
 /* one function per tile shape (each its own register allocation), in a table by [NV][S][R] */
 typedef void (*SFX(cl_fn))(long K, const long *koff, const float *xr, const float *wp,
