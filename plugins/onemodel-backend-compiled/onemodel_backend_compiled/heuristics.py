@@ -70,7 +70,19 @@ class ConvHeuristics:
     implicit GEMM (lanes / conv2d_gemm, 3x3): 32->128 on 7x7 b4 0.81, 128->32 on 7x7 b4
     0.63, 512->512 and 256->256 on 7x7 b1 0.82 / 0.91, 96->96 on 5x5 b4 0.86, 128->32 on 4x4
     b4 0.68, 256->512 stride 2 to 7x7 b1 0.95; not on 3x3 (64->256 b4 1.35: 6 accumulators
-    a tile), hence `lanes_min_width` 4."""
+    a tile), hence `lanes_min_width` 4.
+
+    Depthwise (dw_small / dw_direct, ReLU6, alternating runs in one process, b4 unless said).
+    AVX-512: on Zen 5 16x16 at stride 1 1.18 and 8x8 0.63; to 16x16 at stride 2, 96
+    channels, 1.04 (b1 1.06); on a Zen 4, strided to 16x16 96, 144 and 32 channels 0.76-0.77
+    (b1 0.86-0.89), 5x5 to 14x14 240 channels 0.65 (b1 0.71), 64 channels to 15x15 0.77:
+    hence up to 64 positions at stride 1 and 256 strided. AVX2 (a 2-core AMD EPYC of family
+    23, Zen 1, 1 thread): at stride 1, 3x3, 384 channels on 4x4 0.33, 192 on 8x8 0.69, 64 on
+    15x15 0.79, 144 on 16x16 0.93 (b1 1.01), 72 on 20x20 0.96, 32 on 28x28 1.05, on 32x32
+    1.09; 5x5, 480 on 7x7 0.31, 240 on 14x14 0.57, 672 on 14x14 b1 0.60, 120 on 28x28 b1
+    0.89; strided, 3x3 to 16x16 96 and 144 channels 0.83-0.84 (b1 0.95), to 28x28 b1 0.96,
+    to 56x56 b1 1.15, 5x5 to 14x14 240 channels 0.58: hence 400, 784 (5x5) and 784 strided
+    there."""
 
     #: implicit GEMM for a kxk stride-1 convolution up to this many output positions
     gemm_max_positions: int = 49
@@ -110,6 +122,24 @@ class ConvHeuristics:
     #: ... and a kxk one whose output rows are at least this wide takes it before the
     #: implicit GEMM on small maps (narrower rows leave its tiles too few accumulators)
     lanes_min_width: int = 4
+
+    #: a depthwise convolution runs on the small-map kernel (om_kernels.h dw_small: 8
+    #: channels in the lanes, its input gathered as [rows][columns][8]) up to this many
+    #: output positions at stride 1 ...
+    dw_small_max_positions: int = 64
+    #: ... this many with 25 taps or more (5x5) ...
+    dw_small_max_positions_wide: int = 64
+    #: ... and this many at a larger stride; past them on the row kernel (om_dw.h dw_direct)
+    dw_small_max_positions_strided: int = 256
+
+    def dw_small_wins(self, kh: int, kw: int, stride, positions: int) -> bool:
+        """Whether a depthwise convolution of `positions` outputs takes dw_small (else
+        dw_direct where it fits, else the direct kernel's depthwise loop)."""
+        if tuple(stride) != (1, 1):
+            return positions <= self.dw_small_max_positions_strided
+        wide = kh * kw >= 25
+        return positions <= (self.dw_small_max_positions_wide if wide
+                             else self.dw_small_max_positions)
 
     def lanes_win(self, groups: int, cin: int, cout: int, kh: int, kw: int, stride,
                   pool: bool) -> bool:
@@ -166,7 +196,8 @@ class Heuristics:
 
 #: measured entries; the order of `_BASE` says which copy a missing one takes
 MEASURED: dict[str, Heuristics] = {
-    "avx2": Heuristics(),
+    "avx2": Heuristics(ConvHeuristics(dw_small_max_positions=400, dw_small_max_positions_wide=784,
+                                      dw_small_max_positions_strided=784)),
     "avx512": Heuristics(ConvHeuristics(cols_max_positions=0, wx_1x1_min_cin=128,
                                         wx_1x1_min_cin_prologue=128, wx_1x1_min_positions=64,
                                         wx_1x1_min_cout=64, lanes_min_cout=16)),

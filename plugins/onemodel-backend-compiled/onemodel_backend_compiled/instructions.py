@@ -91,7 +91,7 @@ def dw_direct_scratch(w: int, pw: int, s: int) -> int:
 def conv_direct_scratch(f: list) -> int:
     """The floats of scratch conv_direct_range (om_kernels.h) touches for these fields."""
     n_, cin, h, w, cout, kh, kw, ph, pw = f[1:10]
-    g, ho, wo, pool, sh, sw = f[12], f[13], f[14], f[20], f[21], f[22]
+    g, ho, wo, mode, sh, sw = f[12], f[13], f[14], f[20], f[21], f[22]
     cig, cog = cin // g, cout // g
     k = cig * kh * kw
     hp = h + 2 * ph
@@ -107,8 +107,10 @@ def conv_direct_scratch(f: list) -> int:
     xpn = cig * sh * sw * plane + 24 + wp
     koff_end = _ceil(xpn, 16) + _ceil(cog, 4) * nqr + 32 + 2 * k
     general = koff_end + (wp * sw + 16 if strided else 0)  # + the phase planes' row buffer
-    if cig == 1 and cog == 1 and not pool and ho * wo <= (256 if strided else 64):
+    if mode == DIRECT_DW_SMALL:
         return max(general, dw_small_scratch(hp, w + 2 * pw, kh, kw, ho, wo))
+    if cig == 1 and cog == 1 and mode == DIRECT_PLAIN and f[25] == -1:  # dw_direct's rows
+        return max(general, dw_direct_scratch(w, pw, sh))
     return general
 
 
@@ -166,10 +168,15 @@ def _attention_scratch(f: list) -> int:
 #: the direct convolutions' fields (conv2d_direct, and conv2d_lanes with one group)
 _CONV_DIRECT = ("x:addr n:count cin:count h:count w:count cout:count kh:count kw:count "
                 "ph:stride pw:stride dh:count dw:count groups:count ho:count wo:count "
-                "wpacked:addr bias:addr? act:code out:addr scratch:addr pool:code sh:count "
+                "wpacked:addr bias:addr? act:code out:addr scratch:addr mode:code sh:count "
                 "sw:count p0:float p1:float mean:addr? scale:addr? shift:addr? "
                 "scratch_floats:count")
-_DIRECT_CODES = {"act": CONV_ACTS, "pool": (0, 1)}
+#: conv2d_direct's mode: plain, a fused 2x2 max pool, or a depthwise convolution on the
+#: small-map kernel (om_kernels.h dw_small; the lowering's heuristics choose it); conv2d_lanes
+#: takes the first two
+DIRECT_PLAIN, DIRECT_POOL, DIRECT_DW_SMALL = 0, 1, 2
+_DIRECT_CODES = {"act": CONV_ACTS, "mode": (DIRECT_PLAIN, DIRECT_POOL, DIRECT_DW_SMALL)}
+_LANES_CODES = {"act": CONV_ACTS, "mode": (DIRECT_PLAIN, DIRECT_POOL)}
 _ACT = {"act": GEMM_ACTS}
 _CONV_ACT = {"act": CONV_ACTS}
 _ATTN = ("nb0:count nb1:count sq:count sk:count d:count dv:count scale:float "
@@ -216,7 +223,7 @@ TABLE: tuple[Instruction, ...] = (
         "scale:addr? shift:addr? layout:code", {**_CONV_ACT, "layout": (0, 1)}),
         (20, _conv_gemm_scratch),
         "20-29: convolution paths"),
-    Instruction("CONV_LANES", 21, "conv2d_lanes", _f(_CONV_DIRECT, _DIRECT_CODES),
+    Instruction("CONV_LANES", 21, "conv2d_lanes", _f(_CONV_DIRECT, _LANES_CODES),
                 (19, conv_lanes_scratch), "conv2d_direct's fields; one group"),
     Instruction("GATHER", 30, "gather", _f(
         "x:addr outer:count n:count inner:count idx:addr:i64 nidx:count out:addr negative:code",

@@ -322,9 +322,13 @@ def _conv_direct(c: _Ins) -> None:
         c.fail(f"conv2d_lanes takes one group, output channels a multiple of 16 and a column "
                f"stride of 1 or 2, not {g} groups, {cout} channels, stride {sw}")
     _conv_geometry(c, h, w, kh, kw, ph, pw, dh, dw, sh, sw, ho, wo)
-    pool = c.code(20, "pool", {0, 1})
+    mode = c.code(20, "mode", set(c.spec.fields[20].codes))
+    pool = mode == T.DIRECT_POOL
     if pool and (ho < 2 or wo < 2):
         c.fail("a fused 2x2 pool of a map smaller than 2x2")
+    if mode == T.DIRECT_DW_SMALL and (cin != g or cout != g or c.f[25] != -1):
+        c.fail(f"the small-map depthwise kernel takes a depthwise convolution with no "
+               f"prologue, not {g} groups of {cin} -> {cout} channels")
     c.code(17, "activation", CONV_ACTS)
     c.flat(0, "x", n * cin * h * w)
     packed = cout if lanes else g * _ceil(cout // g, 4)

@@ -67,6 +67,20 @@ def test_gemm_wins_follows_its_fields():
     assert not conv.gemm_wins(32, 1, 1, (1, 1), 4, 5)
 
 
+def test_dw_small_wins_follows_its_fields_and_each_copy_measured():
+    conv = heuristics.ConvHeuristics(dw_small_max_positions=16, dw_small_max_positions_wide=49,
+                                     dw_small_max_positions_strided=64)
+    assert conv.dw_small_wins(3, 3, (1, 1), 16) and not conv.dw_small_wins(3, 3, (1, 1), 17)
+    assert conv.dw_small_wins(5, 5, (1, 1), 49) and not conv.dw_small_wins(5, 5, (1, 1), 50)
+    assert conv.dw_small_wins(3, 3, (2, 2), 64) and not conv.dw_small_wins(3, 3, (2, 2), 65)
+    # AVX-512 (Zen 4 / Zen 5): dw_direct from 8x8 at stride 1; AVX2 (Zen 1): dw_small to 20x20
+    wide, avx2 = heuristics.for_isa("avx512").conv, heuristics.for_isa("avx2").conv
+    assert wide.dw_small_wins(3, 3, (1, 1), 64) and not wide.dw_small_wins(3, 3, (1, 1), 256)
+    assert avx2.dw_small_wins(3, 3, (1, 1), 256) and not avx2.dw_small_wins(3, 3, (1, 1), 784)
+    assert avx2.dw_small_wins(5, 5, (1, 1), 196) and not wide.dw_small_wins(5, 5, (1, 1), 196)
+    assert avx2.dw_small_wins(3, 3, (2, 2), 784) and not wide.dw_small_wins(3, 3, (2, 2), 784)
+
+
 def test_platform_says_where_the_heuristics_come_from():
     info = platform()
     assert info["heuristics"] == heuristics.describe(info["isa"])

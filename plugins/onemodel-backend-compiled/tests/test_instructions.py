@@ -117,3 +117,30 @@ def test_scratch_is_what_the_table_says():
     plan_check.check_program(prog, [1 << 20, 4 * need, 1 << 20, 1 << 20])  # sizes in bytes
     with pytest.raises(plan_check.UnsafePlan, match="scratch"):
         plan_check.check_program(prog, [1 << 20, 4 * need - 4, 1 << 20, 1 << 20])
+
+
+def _conv_direct_program(groups: int, cout: int, mode: int, prologue: bool = False):
+    """One conv2d_direct, 3x3 on 8x8 with padding 1, 8 input channels."""
+    ins = T.BY_OPCODE[P.I_CONV_DIRECT]
+    f = dict(x=P.addr(2, 0), n=1, cin=8, h=8, w=8, cout=cout, kh=3, kw=3, ph=1, pw=1, dh=1,
+             dw=1, groups=groups, ho=8, wo=8, wpacked=P.addr(0, 0), bias=-1, act=0,
+             out=P.addr(3, 0), scratch=P.addr(1, 0), mode=mode, sh=1, sw=1, p0=0, p1=0,
+             mean=P.addr(0, 0) if prologue else -1, scale=P.addr(0, 0) if prologue else -1,
+             shift=P.addr(0, 0) if prologue else -1, scratch_floats=0)
+    fields = [f[x.name] for x in ins.fields]
+    fields[28] = ins.scratch[1](fields)
+    return P.assemble([P.instruction(P.I_CONV_DIRECT, *fields)])
+
+
+def test_the_small_map_depthwise_mode_takes_only_depthwise_convolutions():
+    """conv2d_direct's mode 2 (dw_small) on a convolution that is not depthwise, or with a
+    prologue dw_small does not apply, is refused: the kernel would skip it, a wrong number."""
+    assert plan_check.check_program(_conv_direct_program(8, 8, T.DIRECT_DW_SMALL), _sizes()) == 1
+    assert plan_check.check_program(_conv_direct_program(1, 16, T.DIRECT_POOL), _sizes()) == 1
+    for groups, cout, prologue in ((1, 16, False), (4, 8, False), (8, 16, False),
+                                   (8, 8, True)):
+        with pytest.raises(plan_check.UnsafePlan, match="small-map depthwise kernel"):
+            plan_check.check_program(
+                _conv_direct_program(groups, cout, T.DIRECT_DW_SMALL, prologue), _sizes())
+    with pytest.raises(plan_check.UnsafePlan, match=r"mode \(field 20\) is 3"):
+        plan_check.check_program(_conv_direct_program(8, 8, 3), _sizes())

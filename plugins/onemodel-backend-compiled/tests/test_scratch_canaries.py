@@ -12,14 +12,15 @@ found the direct kernel's compaction and fused pool storing a row's last vector 
 output's end on maps under 8 wide.)"""
 from __future__ import annotations
 
+import attrs
 import numpy as np
 import pytest
 
 import onemodel as om
 from onemodel import Tensor
-from onemodel_backend_compiled import _native
+from onemodel_backend_compiled import _native, heuristics
 from onemodel_backend_compiled import program as P
-from onemodel_backend_compiled.instructions import BY_OPCODE
+from onemodel_backend_compiled.instructions import BY_OPCODE, DIRECT_DW_SMALL, DIRECT_PLAIN
 from onemodel_backend_compiled.lower import NativeSegment
 
 from test_conv_lanes import CASES, _model, force_lanes
@@ -118,13 +119,25 @@ def test_narrow_maps_stay_inside_their_output(case, isa):
             assert fenced and same, (name, fenced, same, batch)
 
 
-#: depthwise: dw_small, dw_direct's rows, both strided (channels, kernel, stride, map)
+#: depthwise, on dw_small and on dw_direct's rows, strided too (channels, kernel, stride, map)
 DEPTHWISE = [(8, 3, 1, 8), (8, 3, 1, 20), (8, 3, 2, 32), (8, 5, 2, 40), (8, 3, 1, 7)]
 
 
+def force_dw_small(monkeypatch, on: bool):
+    """The copy in use's heuristics with every depthwise convolution on dw_small (or none)."""
+    src = heuristics.source(_native.isa())
+    rec = heuristics.MEASURED[src]
+    most = 10 ** 6 if on else 0
+    monkeypatch.setitem(heuristics.MEASURED, src, attrs.evolve(rec, conv=attrs.evolve(
+        rec.conv, dw_small_max_positions=most, dw_small_max_positions_wide=most,
+        dw_small_max_positions_strided=most)))
+
+
+@pytest.mark.parametrize("small", [True, False], ids=["dw_small", "dw_direct"])
 @pytest.mark.parametrize("case", DEPTHWISE, ids=[str(c) for c in DEPTHWISE])
-def test_depthwise_scratch_stays_inside_its_formula(case, isa):
+def test_depthwise_scratch_stays_inside_its_formula(case, small, isa, monkeypatch):
     c, k, stride, h = case
+    force_dw_small(monkeypatch, small)
     rng = np.random.default_rng(h)
     W = Tensor.from_numpy(rng.standard_normal((c, 1, k, k)).astype(np.float32))
 
@@ -138,6 +151,9 @@ def test_depthwise_scratch_stays_inside_its_formula(case, isa):
         session = om.Session(traced, backend="compiled")
         runs = _guarded_runs(session, {"input": x})
         assert [name for name, _, _ in runs] == ["conv2d_direct"], runs
+        plan = session._compiled.plan(session._check_feeds({"input": x})[1])
+        mode = [ins[22] for seg in plan.segments for ins in seg.instructions]
+        assert mode == [DIRECT_DW_SMALL if small else DIRECT_PLAIN], mode
         for name, fenced, same in runs:
             assert fenced and same, (name, fenced, same, batch)
 

@@ -576,9 +576,9 @@ static inline __attribute__((always_inline)) void SFX(dw_small_block)(
     }
 }
 
-/* a depthwise convolution on a small map (at most 64 output positions at stride 1: 8x8 and
- * below; at most 256 at larger strides, where the direct kernel builds phase planes), 8
- * channels in the 8 lanes: per block of 8 channels the zero-padded input is gathered as
+/* a depthwise convolution on a small map (where the lowering's heuristics choose it: on
+ * AVX-512 at most 64 output positions at stride 1 and 256 at larger strides, on AVX2 more;
+ * heuristics.py dw_small_wins), 8 channels in the 8 lanes: per block of 8 channels the zero-padded input is gathered as
  * [Hp][Wp][8] (8 positions of 8 channels at a time through an 8x8 transpose in registers, and
  * back for the output: the scalar moves were most of a 4x4 layer's time) and the taps'
  * weights as [k][8], so each output position is kh * kw vector FMAs over its window, 8
@@ -737,7 +737,7 @@ static __attribute__((noinline)) void SFX(conv_direct_range)(const int64_t *f, f
     SFX(Pro) pro = {OM_ADDR(bufs, f[25]), OM_ADDR(bufs, f[26]), OM_ADDR(bufs, f[27])};  /* batch norm + ReLU, or none */
     long Nn = f[1], Cin = f[2], H = f[3], W = f[4], Cout = f[5], kh = f[6], kw = f[7];
     long ph = f[8], pw = f[9], dh = f[10], dw = f[11], G = f[12], Ho = f[13], Wo = f[14];
-    int act = (int)f[17], pool = (int)f[20];
+    int act = (int)f[17], mode = (int)f[20], pool = mode == 1;  /* 2: dw_small (below) */
     /* this part's images (the pool's spill below stays inside them) */
     x += n_lo * Cin * H * W;
     out += n_lo * Cout * (pool ? (Ho / 2) * (Wo / 2) : Ho * Wo);
@@ -777,28 +777,22 @@ static __attribute__((noinline)) void SFX(conv_direct_range)(const int64_t *f, f
         ep0 = (float)d0; ep1 = (float)d1;
     }
     long Hq = Ho / 2, Wq = Wo / 2;
-    /* depthwise: rows of 8-lane columns (om_dw.h) past 64 outputs, 256 when strided, else
-     * dw_small; either only where the instruction's scratch holds what it needs (a smaller
-     * one takes the general path below, which the scratch always holds). Zen 5, b4: 16x16
-     * at stride 1 67 against dw_small's 79 us, 8x8 40 against 25; 16x16 at stride 2, 96
-     * channels, 77 against 80, b1 20.7 against 22. But strided on a Zen 4 (avx512, one
-     * thread, alternating runs in one process, dw_small / dw_direct): to 16x16 96, 144 and
-     * 32 channels b4 0.76-0.77, b1 0.86-0.89; 5x5 to 14x14 240 channels b4 / b1 0.65 / 0.71,
-     * to 16x16 144 channels 0.77 / 0.80; 64 channels to 15x15 b4 0.77: hence dw_small up to
-     * 256 strided outputs (a few percent lost on Zen 5, a fifth to a third won on Zen 4) */
-    int depthwise = cig == 1 && cog == 1 && !pool;
+    /* depthwise: on dw_small where the lowering chose it (mode 2: its heuristics, per kernel
+     * copy, heuristics.py dw_small_wins) and the instruction's scratch holds its block, else
+     * on the rows of 8-lane columns (om_dw.h) where that kernel fits and its scratch is
+     * there, else on the general path below, which the scratch always holds */
+    int depthwise = cig == 1 && cog == 1 && !pool && !pro.mean;
     long Pn = Ho * Wo;
-    if (depthwise && !pro.mean && SFX(dw_direct_fits)(kh, kw, sh, sw, dh, dw, ph, pw)
-        && Pn > (strided ? 256 : 64)
+    long dws = (Hp * (W + 2 * pw) + kh * kw + Pn) * 8;  /* instructions.py dw_small_scratch */
+    if (depthwise && mode == 2 && dws <= f[28]) {
+        SFX(dw_small)(x, wpk, bias, out, scr, Nn, Cin, H, W, kh, kw, ph, pw, sh, sw, dh, dw,
+                      Ho, Wo, act, ep0, ep1);
+        return;
+    }
+    if (depthwise && SFX(dw_direct_fits)(kh, kw, sh, sw, dh, dw, ph, pw)
         && SFX(dw_direct_scratch)(W, pw, sh) <= f[28]) {
         SFX(dw_direct)(kh, sh, x, wpk, bias, out, scr, Nn, Cin, H, W, ph, pw, Ho, Wo, act,
                        ep0, ep1);
-        return;
-    }
-    long dws = (Hp * (W + 2 * pw) + kh * kw + Pn) * 8;  /* instructions.py dw_small_scratch */
-    if (depthwise && Pn <= (strided ? 256 : 64) && dws <= f[28]) {
-        SFX(dw_small)(x, wpk, bias, out, scr, Nn, Cin, H, W, kh, kw, ph, pw, sh, sw, dh, dw,
-                      Ho, Wo, act, ep0, ep1);
         return;
     }
     /* a large input (over 64 KiB) is reduced over chunks of input channels of about 64 KiB
