@@ -40,7 +40,12 @@ class ConvHeuristics:
     0.90x with it): those keep the paths above. The kxk form (conv_gemm_cols) on 4x4: 128->32
     3x3 b1 24-34 -> 23-31 us, b4 112-126 -> 89-131 (noisy, even at worst); on 8x8 and 16x16
     it is even with the direct kernel (86 vs 91, 331 vs 324 us), on 7x7 (runs of 7) and 2x2
-    it loses (1.8x, 1.5x).
+    it loses (1.8x, 1.5x). On a Zen 1 (family 23, b4 unless said, W x / the other path) it
+    loses to the direct kernel with few output channels: 144->24 on 16x16 1.26 (b1 1.14),
+    192->32 on 8x8 1.17, 240->40 on 16x16 1.07 (b1 1.05), 16->96 on 32x32 1.16, 24->144 on
+    16x16 1.10; it wins or ties from 48 on small maps, mostly against the implicit GEMM:
+    320->48 on 8x8 0.93, 384->64 0.96, 480->80 0.99, 576->96 on 4x4 0.94, 672->112 0.95,
+    96->576 0.92, 32->192 on 8x8 0.99. Hence, in the avx2 record, from 48 output channels.
 
     AVX-512 (`avx512`, a 2-core AMD EPYC of family 26, Zen 5, 1 thread, + bias and ReLU, each
     session alone, medians of alternating runs, a test run beside them). conv_gemm_cols is an
@@ -197,7 +202,7 @@ class Heuristics:
 #: measured entries; the order of `_BASE` says which copy a missing one takes
 MEASURED: dict[str, Heuristics] = {
     "avx2": Heuristics(ConvHeuristics(dw_small_max_positions=400, dw_small_max_positions_wide=784,
-                                      dw_small_max_positions_strided=784)),
+                                      dw_small_max_positions_strided=784, wx_1x1_min_cout=48)),
     "avx512": Heuristics(ConvHeuristics(cols_max_positions=0, wx_1x1_min_cin=128,
                                         wx_1x1_min_cin_prologue=128, wx_1x1_min_positions=64,
                                         wx_1x1_min_cout=64, lanes_min_cout=16)),
