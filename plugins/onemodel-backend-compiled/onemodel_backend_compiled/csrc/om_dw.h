@@ -81,8 +81,8 @@ static inline void SFX(dw_split2)(const float *tmp, float *ev, float *od, long n
     long j = 0;
     for (; j + 8 <= n2; j += 8) {
         V8 m0 = SFX(ld8)(tmp + 2 * j), m1 = SFX(ld8)(tmp + 2 * j + 8);
-        SFX(st8)(ev + j, OM_SHUF8X2(m0, m1, 0, 2, 4, 6, 8, 10, 12, 14));
-        SFX(st8)(od + j, OM_SHUF8X2(m0, m1, 1, 3, 5, 7, 9, 11, 13, 15));
+        SFX(st8)(ev + j, OM_UNLANE8(OM_EVEN8_LANES(m0, m1)));
+        SFX(st8)(od + j, OM_UNLANE8(OM_ODD8_LANES(m0, m1)));
     }
     for (; j < n2; j++) { ev[j] = tmp[2 * j]; od[j] = tmp[2 * j + 1]; }
 }
@@ -102,8 +102,8 @@ static inline void SFX(dw_split2_row)(const float *src, long W, long pw, float *
     }
 #define OM_SPLIT8(J) do { const float *p_ = src + 2 * (J) - pw; \
         V8 m0_ = SFX(ld8)(p_), m1_ = SFX(ld8)(p_ + 8); \
-        SFX(st8)(ev + (J), OM_SHUF8X2(m0_, m1_, 0, 2, 4, 6, 8, 10, 12, 14)); \
-        SFX(st8)(od + (J), OM_SHUF8X2(m0_, m1_, 1, 3, 5, 7, 9, 11, 13, 15)); } while (0)
+        SFX(st8)(ev + (J), OM_UNLANE8(OM_EVEN8_LANES(m0_, m1_))); \
+        SFX(st8)(od + (J), OM_UNLANE8(OM_ODD8_LANES(m0_, m1_))); } while (0)
     for (; j + 8 <= n2 && 2 * j - pw + 16 <= W; j += 8) OM_SPLIT8(j);
     /* the last whole vector of the row, overlapping the one before (the same values): a row
      * of 32 then leaves one column pair to the scalar steps, not 8 */

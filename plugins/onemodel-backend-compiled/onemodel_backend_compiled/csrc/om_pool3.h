@@ -26,11 +26,9 @@ static void SFX(maxpool2s2)(const float *x, float *out, long NC, long H, long W,
                     long j8 = j + 8 <= Wo ? j : Wo - 8;
                     V8 a0 = SFX(ld8)(r0 + 2 * j8), a1 = SFX(ld8)(r0 + 2 * j8 + 8);
                     V8 b0 = SFX(ld8)(r1 + 2 * j8), b1 = SFX(ld8)(r1 + 2 * j8 + 8);
-                    V8 top = SFX(max8)(OM_SHUF8X2(a0, a1, 0, 2, 4, 6, 8, 10, 12, 14),
-                                       OM_SHUF8X2(a0, a1, 1, 3, 5, 7, 9, 11, 13, 15));
-                    V8 bot = SFX(max8)(OM_SHUF8X2(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14),
-                                       OM_SHUF8X2(b0, b1, 1, 3, 5, 7, 9, 11, 13, 15));
-                    SFX(st8)(o + j8, SFX(max8)(top, bot));
+                    V8 top = SFX(max8)(OM_EVEN8_LANES(a0, a1), OM_ODD8_LANES(a0, a1));
+                    V8 bot = SFX(max8)(OM_EVEN8_LANES(b0, b1), OM_ODD8_LANES(b0, b1));
+                    SFX(st8)(o + j8, OM_UNLANE8(SFX(max8)(top, bot)));
                 }
             else
                 for (; j < Wo; j++)
@@ -45,10 +43,10 @@ static void SFX(maxpool2s2)(const float *x, float *out, long NC, long H, long W,
  * by two loads of 8 split into even and odd columns (reads r[0, 18)) */
 static inline V8 SFX(pool3_row8)(const float *r) {
     V8 a0 = SFX(ld8)(r), a1 = SFX(ld8)(r + 8), b0 = SFX(ld8)(r + 2), b1 = SFX(ld8)(r + 10);
-    V8 ev = OM_SHUF8X2(a0, a1, 0, 2, 4, 6, 8, 10, 12, 14);
-    V8 od = OM_SHUF8X2(a0, a1, 1, 3, 5, 7, 9, 11, 13, 15);
-    V8 e2 = OM_SHUF8X2(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14);
-    return SFX(max8)(SFX(max8)(ev, od), e2);
+    /* the maxima in an in-lane shuffle's order, put in order once (om_kernels.h) */
+    V8 m = SFX(max8)(SFX(max8)(OM_EVEN8_LANES(a0, a1), OM_ODD8_LANES(a0, a1)),
+                     OM_EVEN8_LANES(b0, b1));
+    return OM_UNLANE8(m);
 }
 
 /* returns 0 when the shape is not this kernel's (the caller runs the generic loop). Maps under
@@ -81,7 +79,15 @@ static int SFX(maxpool3s2)(const float *x, float *out, long NC, long H, long W, 
                 long oh = oh0 + r, h0 = 2 * oh - ph, h1 = h0 + 3;
                 h0 = h0 < 0 ? 0 : h0;
                 h1 = h1 > H ? H : h1;
-                if (W >= 8)  /* the last 8 columns overlap the ones before: max is idempotent */
+                if (W >= 8 && h1 - h0 == 3) {  /* a whole window: three rows, no loop */
+                    const float *a = xc + h0 * W, *b = a + W, *d = b + W;
+                    for (long w = 0; w < W; w += 8) {  /* (the last 8 overlap: idempotent) */
+                        long w8 = w + 8 <= W ? w : W - 8;
+                        SFX(st8)(vm + w8, SFX(max8)(SFX(max8)(SFX(ld8)(a + w8),
+                                                              SFX(ld8)(b + w8)),
+                                                    SFX(ld8)(d + w8)));
+                    }
+                } else if (W >= 8)  /* a window clipped at an edge */
                     for (long w = 0; w < W; w += 8) {
                         long w8 = w + 8 <= W ? w : W - 8;
                         V8 m = ninf;
