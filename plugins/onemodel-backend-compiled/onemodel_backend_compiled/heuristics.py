@@ -75,7 +75,12 @@ class ConvHeuristics:
     implicit GEMM (lanes / conv2d_gemm, 3x3): 32->128 on 7x7 b4 0.81, 128->32 on 7x7 b4
     0.63, 512->512 and 256->256 on 7x7 b1 0.82 / 0.91, 96->96 on 5x5 b4 0.86, 128->32 on 4x4
     b4 0.68, 256->512 stride 2 to 7x7 b1 0.95; not on 3x3 (64->256 b4 1.35: 6 accumulators
-    a tile), hence `lanes_min_width` 4.
+    a tile), hence `lanes_min_width` 4. On AVX2 (Zen 1, the 8-lane tiles of 3 positions)
+    it only wins with a fused pool and 128 taps or more: 16->32 on 14x14 + pool b64 0.94-0.96
+    (b1 0.95), 64->128 on 14x14 + pool b4 0.95, 128->128 on 8x8 + pool b16 0.96, on 28x28 and
+    56x56 1.00-1.01; 3->32 + pool 1.03, 1->16 + pool 1.19; with no pool 0.98-1.08 (3x3
+    layers of 144-2304 taps), 0.86-1.03 against the implicit GEMM on 7x7: hence, in the
+    avx2 record, `lanes_only_pooled`.
 
     Depthwise (dw_small / dw_direct, ReLU6, alternating runs in one process, b4 unless said).
     AVX-512: on Zen 5 16x16 at stride 1 1.18 and 8x8 0.63; to 16x16 at stride 2, 96
@@ -124,6 +129,8 @@ class ConvHeuristics:
     #: ... when it fuses a 2x2 max pool or has at least this many taps (input channels x
     #: kernel positions: fewer, and writing its output back to planes outweighs the FMAs)
     lanes_min_k: int = 128
+    #: ... or, where set, only when it fuses a 2x2 max pool and has those taps too ...
+    lanes_only_pooled: bool = False
     #: ... and a kxk one whose output rows are at least this wide takes it before the
     #: implicit GEMM on small maps (narrower rows leave its tiles too few accumulators)
     lanes_min_width: int = 4
@@ -151,8 +158,10 @@ class ConvHeuristics:
         """Whether a convolution the direct kernel would run takes conv2d_lanes instead
         (om_conv_lanes.h: one group, output channels a multiple of 16, a column stride of 1
         or 2)."""
+        taps = cin * kh * kw >= self.lanes_min_k
         return 0 < self.lanes_min_cout <= cout and groups == 1 and cout % 16 == 0 \
-            and tuple(stride)[1] <= 2 and (pool or cin * kh * kw >= self.lanes_min_k)
+            and tuple(stride)[1] <= 2 \
+            and ((pool and taps) if self.lanes_only_pooled else (pool or taps))
 
     def lanes_before_gemm(self, groups: int, cin: int, cout: int, kh: int, kw: int, stride,
                           wo: int) -> bool:
@@ -202,7 +211,8 @@ class Heuristics:
 #: measured entries; the order of `_BASE` says which copy a missing one takes
 MEASURED: dict[str, Heuristics] = {
     "avx2": Heuristics(ConvHeuristics(dw_small_max_positions=400, dw_small_max_positions_wide=784,
-                                      dw_small_max_positions_strided=784, wx_1x1_min_cout=48)),
+                                      dw_small_max_positions_strided=784, wx_1x1_min_cout=48,
+                                      lanes_min_cout=16, lanes_only_pooled=True)),
     "avx512": Heuristics(ConvHeuristics(cols_max_positions=0, wx_1x1_min_cin=128,
                                         wx_1x1_min_cin_prologue=128, wx_1x1_min_positions=64,
                                         wx_1x1_min_cout=64, lanes_min_cout=16)),

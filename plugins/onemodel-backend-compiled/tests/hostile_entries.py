@@ -348,8 +348,8 @@ def lanes_everywhere():
     """conv2d_lanes on every copy's heuristics (heuristics.py turns it on where it was
     measured to win), so that the CNN's sweep covers it on any machine."""
     for isa, rec in list(heuristics.MEASURED.items()):
-        heuristics.MEASURED[isa] = attrs.evolve(rec, conv=attrs.evolve(rec.conv,
-                                                                       lanes_min_cout=16))
+        heuristics.MEASURED[isa] = attrs.evolve(rec, conv=attrs.evolve(
+            rec.conv, lanes_min_cout=16, lanes_only_pooled=False))
 
 
 if __name__ == "__main__":

@@ -50,7 +50,8 @@ def force_lanes(monkeypatch, on: bool = True):
     src = heuristics.source(_native.isa())
     rec = heuristics.MEASURED[src]
     monkeypatch.setitem(heuristics.MEASURED, src, attrs.evolve(rec, conv=attrs.evolve(
-        rec.conv, lanes_min_cout=1 if on else 0, lanes_min_k=0, gemm_max_positions=0,
+        rec.conv, lanes_min_cout=1 if on else 0, lanes_min_k=0, lanes_only_pooled=False,
+        gemm_max_positions=0,
         gemm_max_positions_strided=0, gemm_1x1_min_cin=10 ** 6, wx_1x1_min_cin=10 ** 6,
         wx_1x1_min_cin_prologue=10 ** 6, one_gemm_1x1_max_positions=0,
         cols_max_positions=0)))
@@ -168,6 +169,13 @@ def test_conv_lanes_is_chosen_only_where_it_applies():
     assert conv.lanes_before_gemm(1, 32, 128, 3, 3, (1, 1), 7)      # before the GEMM on 7x7
     assert not conv.lanes_before_gemm(1, 64, 256, 3, 3, (1, 1), 3)  # not on 3x3
     assert not conv.lanes_before_gemm(1, 256, 128, 1, 1, (1, 1), 7)  # 1x1: its own paths
+    pooled = attrs.evolve(conv, lanes_only_pooled=True)  # the avx2 record's rule
+    assert pooled.lanes_win(1, 16, 32, 3, 3, (1, 1), True)          # the cnn's conv2
+    assert not pooled.lanes_win(1, 1, 32, 3, 3, (1, 1), True)       # pooled, few taps
+    assert not pooled.lanes_win(1, 64, 64, 3, 3, (1, 1), False)     # taps, no pool
+    assert not pooled.lanes_before_gemm(1, 32, 128, 3, 3, (1, 1), 7)
+    avx2 = heuristics.for_isa("avx2").conv
+    assert avx2.lanes_only_pooled and avx2.lanes_win(1, 16, 32, 3, 3, (1, 1), True)
 
 
 def test_avx512_takes_lanes_before_the_implicit_gemm_on_7x7(monkeypatch):

@@ -73,7 +73,7 @@ def test_dw_small_wins_follows_its_fields_and_each_copy_measured():
     assert conv.dw_small_wins(3, 3, (1, 1), 16) and not conv.dw_small_wins(3, 3, (1, 1), 17)
     assert conv.dw_small_wins(5, 5, (1, 1), 49) and not conv.dw_small_wins(5, 5, (1, 1), 50)
     assert conv.dw_small_wins(3, 3, (2, 2), 64) and not conv.dw_small_wins(3, 3, (2, 2), 65)
-    # AVX-512 (Zen 4 / Zen 5): dw_direct from 8x8 at stride 1; AVX2 (Zen 1): dw_small to 20x20
+    # AVX-512 (Zen 4 / Zen 5): dw_direct past 8x8 at stride 1; AVX2 (Zen 1): dw_small to 20x20
     wide, avx2 = heuristics.for_isa("avx512").conv, heuristics.for_isa("avx2").conv
     assert wide.dw_small_wins(3, 3, (1, 1), 64) and not wide.dw_small_wins(3, 3, (1, 1), 256)
     assert avx2.dw_small_wins(3, 3, (1, 1), 256) and not avx2.dw_small_wins(3, 3, (1, 1), 784)

@@ -581,8 +581,8 @@ static inline __attribute__((always_inline)) void SFX(dw_small_block)(
 
 /* a depthwise convolution on a small map (where the lowering's heuristics choose it: on
  * AVX-512 at most 64 output positions at stride 1 and 256 at larger strides, on AVX2 more;
- * heuristics.py dw_small_wins), 8 channels in the 8 lanes: per block of 8 channels the zero-padded input is gathered as
- * [Hp][Wp][8] (8 positions of 8 channels at a time through an 8x8 transpose in registers, and
+ * heuristics.py dw_small_wins), 8 channels in the 8 lanes: per block of 8 channels the
+ * zero-padded input is gathered as [Hp][Wp][8] (8 positions of 8 channels at a time through an 8x8 transpose in registers, and
  * back for the output: the scalar moves were most of a 4x4 layer's time) and the taps'
  * weights as [k][8], so each output position is kh * kw vector FMAs over its window, 8
  * positions at once (dw_small_block), with no tile of 24 positions mostly empty and no
