@@ -322,7 +322,7 @@ def _conv_direct(c: _Ins) -> None:
         c.fail(f"conv2d_lanes takes one group, output channels a multiple of 16 and a column "
                f"stride of 1 or 2, not {g} groups, {cout} channels, stride {sw}")
     _conv_geometry(c, h, w, kh, kw, ph, pw, dh, dw, sh, sw, ho, wo)
-    mode = c.code(20, "mode", set(c.spec.fields[20].codes))
+    mode = c.f[20]  # one of the table's codes (typed, before this)
     pool = mode == T.DIRECT_POOL
     if pool and (ho < 2 or wo < 2):
         c.fail("a fused 2x2 pool of a map smaller than 2x2")

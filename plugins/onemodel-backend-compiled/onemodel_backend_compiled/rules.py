@@ -19,7 +19,7 @@ from onemodel.core.symbolic import evaluate_nested
 from . import linear_fusion
 from . import program as P
 from .instructions import (BY_OPCODE, DIRECT_DW_SMALL, DIRECT_PLAIN, DIRECT_POOL,
-                           conv_lanes_scratch, dw_direct_scratch, dw_small_scratch)
+                           conv_lanes_scratch)
 from .lower import Loc, Lowering, contiguous_strides, squeeze_dims
 from .views import heads_last_dest, reshape_view, split_view
 from .traits import epilogue_of, full_params, permutation_of, traits_of
@@ -537,25 +537,22 @@ def _conv_direct(lw: Lowering, node, params, xl: Loc, bl, W, stride, pad, dil, g
         fields[19], fields[28] = lw.scratch(need).addr, need
         lw.emit(P.instruction(P.I_CONV_LANES, *fields))
     else:
-        # the layout of conv_direct_range (om_kernels.h): padded input, tiles, koff, the
-        # phase planes' row buffer; the instruction carries it for a worker's own scratch
-        need = (xpn + 15) // 16 * 16 + cog4 * nqr + 32 + 2 * k + 2 + wp * sw + 16
         mode = DIRECT_POOL if pool is not None else DIRECT_PLAIN
-        if cig == 1 and cog == 1 and pool is None and pro is None:  # depthwise: dw_small,
-            # or dw_direct's rows (instructions.py conv_direct_scratch)
-            if lw.heuristics.conv.dw_small_wins(kh, kw, stride, ho * wo):
-                mode = DIRECT_DW_SMALL
-                need = max(need, dw_small_scratch(hp, wfull, kh, kw, ho, wo))
-            else:
-                need = max(need, dw_direct_scratch(wd, pw, sh))
-        scratch = lw.scratch(need)
+        if cig == 1 and cog == 1 and pool is None and pro is None \
+                and lw.heuristics.conv.dw_small_wins(kh, kw, stride, ho * wo):
+            mode = DIRECT_DW_SMALL  # depthwise on dw_small (else on dw_direct's rows)
         woff = lw.weights.offset(("conv4", lw.const_key(node.inputs[1]), g),
                                  lambda: pack_conv_weights(W, g))
-        lw.emit(P.instruction(P.I_CONV_DIRECT, xl.addr, n, cin, h, wd, cout, kh, kw, ph, pw,
-                              dh, dw, g, ho, wo, P.addr(P.WEIGHTS, woff),
-                              bl.addr if bl is not None else -1,
-                              act, dst.addr, scratch.addr, mode, sh, sw,
-                              P.fbits(p0), P.fbits(p1), *pro_fields, need))
+        fields = [xl.addr, n, cin, h, wd, cout, kh, kw, ph, pw, dh, dw, g, ho, wo,
+                  P.addr(P.WEIGHTS, woff), bl.addr if bl is not None else -1, act, dst.addr,
+                  0, mode, sh, sw, P.fbits(p0), P.fbits(p1), *pro_fields, 0]
+        # the layout of conv_direct_range (om_kernels.h): padded input, tiles, koff, the
+        # phase planes' row buffer, and the table's formula for the mode (dw_small's block,
+        # dw_direct's rows); the instruction carries it for a worker's own scratch
+        need = max((xpn + 15) // 16 * 16 + cog4 * nqr + 32 + 2 * k + 2 + wp * sw + 16,
+                   BY_OPCODE[P.I_CONV_DIRECT].scratch[1](fields))
+        fields[19], fields[28] = lw.scratch(need).addr, need
+        lw.emit(P.instruction(P.I_CONV_DIRECT, *fields))
     if pool is None and reader is None:
         lw.bind(out, dst)
 
